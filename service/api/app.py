@@ -1,0 +1,60 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from service.api.errors import install_error_handlers
+from service.api.routes import commits, health, runs, series
+from service.core.db import engine_for, session_factory
+from service.core.migrate import upgrade
+from service.core.settings import Settings
+from service.schemas.document import RunDocument
+
+
+def create_app(settings: Settings | None = None, *, migrate: bool | None = None) -> FastAPI:
+    """Build the app; the embedded SQLite database migrates itself unless told otherwise."""
+    settings = settings or Settings()
+    engine = engine_for(settings)
+    if migrate if migrate is not None else settings.is_sqlite:
+        upgrade(engine)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="kernelwatch",
+        version="1",
+        summary="Continuous performance-regression tracking for GPU kernels",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.session_factory = session_factory(engine)
+    install_error_handlers(app)
+    for module in (health, runs, commits, series):
+        app.include_router(module.router)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """OpenAPI with the result document's schema, which the runs route reads by hand."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, routes=app.routes
+    )
+    document = RunDocument.model_json_schema(ref_template="#/components/schemas/{model}")
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(document.pop("$defs", {}))
+    components["RunDocument"] = document
+    app.openapi_schema = schema
+    return schema

@@ -1,0 +1,37 @@
+"""Reading a JSON request body under a size limit, with errors that say what is wrong."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+
+from service.core.errors import ApiError
+
+
+async def read_json_body(request: Request, limit: int) -> Any:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
+    chunks: list[bytes] = []
+    size = 0
+    # Counted while streaming: a client may send no Content-Length or a false one.
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise ApiError(413, f"body is over the {limit}-byte limit")
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body:
+        raise ApiError(422, "empty body; send the result document as JSON")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(422, f"body is not UTF-8: {exc.reason} at byte {exc.start}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ApiError(
+            422, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc

@@ -1,0 +1,72 @@
+"""Every error leaves the API as JSON with a `detail` a person can act on."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.core.errors import ApiError
+
+log = logging.getLogger(__name__)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "$"
+
+
+def describe_validation_errors(errors: list[Any]) -> list[dict[str, str]]:
+    return [{"loc": _location(tuple(e["loc"])), "msg": e["msg"]} for e in errors]
+
+
+def validation_response(errors: list[Any], what: str) -> JSONResponse:
+    described = describe_validation_errors(errors)
+    head = "; ".join(f"{e['loc']}: {e['msg']}" for e in described[:5])
+    more = f" (and {len(described) - 5} more)" if len(described) > 5 else ""
+    return JSONResponse(
+        status_code=422,
+        content={"detail": f"invalid {what}: {head}{more}", "errors": described},
+    )
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(
+            status_code=exc.status, content={"detail": exc.detail, **exc.extra}, headers=exc.headers
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = "no such endpoint; the API is described at /docs"
+        return JSONResponse(
+            status_code=exc.status_code,
+            content={"detail": detail},
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return validation_response(list(exc.errors()), "request")
+
+    @app.exception_handler(ValidationError)
+    async def _model_invalid(_request: Request, exc: ValidationError) -> JSONResponse:
+        return validation_response(list(exc.errors()), "document")
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            status_code=500,
+            content={"detail": f"internal error ({type(exc).__name__}); see the service log"},
+        )

@@ -1,0 +1,23 @@
+"""Everything measured at one commit."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from service.api.deps import SessionDep
+from service.schemas.metrics import CommitMetrics
+from service.store.commits import commit_metrics, resolve_commit
+
+router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
+
+
+@router.get("/{sha}/metrics", response_model=CommitMetrics)
+def get_commit_metrics(
+    sha: str,
+    session: SessionDep,
+    repository: str | None = Query(None, description="owner/name, when a sha is in several"),
+    branch: str | None = Query(None, description="default: the branch of the newest run"),
+) -> CommitMetrics:
+    """Every workload × kernel × metric at a commit, with baseline and change."""
+    commit, repo_name = resolve_commit(session, sha, repository)
+    return commit_metrics(session, commit, repo_name, branch)

@@ -1,0 +1,81 @@
+"""Result documents from runners."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from sqlalchemy import select
+
+from service.api.body import read_json_body
+from service.api.deps import AdminDep, SessionDep, SessionFactoryDep, SettingsDep
+from service.api.errors import validation_response
+from service.core.errors import ApiError
+from service.models import Commit, Repository, Result, Run
+from service.schemas.document import RunDocument, find_non_finite
+from service.schemas.runs import RunPublic, RunStored
+from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
+
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
+
+_DOCUMENT_BODY = {
+    "requestBody": {
+        "required": True,
+        # The schema itself is added to the components by service.api.app.
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDocument"}}},
+    }
+}
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=RunStored,
+    openapi_extra=_DOCUMENT_BODY,
+    responses={200: {"model": RunStored, "description": "Already stored; nothing changed"}},
+)
+async def post_run(
+    request: Request, _admin: AdminDep, settings: SettingsDep, factory: SessionFactoryDep
+) -> JSONResponse:
+    """Store a runner's result document (idempotent per run id)."""
+    raw = await read_json_body(request, settings.max_body_bytes)
+    bad = find_non_finite(raw)
+    if bad:
+        raise ApiError(422, f"invalid document: {bad}: NaN and infinities are not measurements")
+    try:
+        doc = RunDocument.model_validate(raw)
+    except ValidationError as exc:
+        return validation_response(list(exc.errors()), "document")
+    try:
+        outcome = ingest(factory, doc, raw)
+    except DocumentConflict as exc:
+        raise ApiError(409, str(exc)) from exc
+    except SummaryMismatch as exc:
+        raise ApiError(422, f"invalid document: {exc}") from exc
+    body = RunStored(
+        run_id=outcome.run_id,
+        stored=outcome.stored,
+        results=outcome.results,
+        detail=(
+            f"stored run {outcome.run_id} with {outcome.results} results"
+            if outcome.stored
+            else f"run {outcome.run_id} was already stored; nothing changed"
+        ),
+    )
+    return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())
+
+
+@router.get("/{run_id}", response_model=RunPublic)
+def get_run(run_id: str, session: SessionDep) -> RunPublic:
+    """One stored run: commit, environment, build status and result count."""
+    row = session.execute(
+        select(Run, Commit.sha, Repository.name)
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Repository, Repository.id == Run.repository_id)
+        .where(Run.run_uuid == run_id)
+    ).one_or_none()
+    if row is None:
+        raise ApiError(404, f"no run with id {run_id!r}")
+    run, sha, repository = row
+    results = len(session.scalars(select(Result.id).where(Result.run_id == run.id)).all())
+    return RunPublic.from_run(run, sha=sha, repository=repository, results=results)

@@ -1,0 +1,60 @@
+"""History of one series along a branch."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from service.api.deps import SessionDep
+from service.core.errors import ApiError
+from service.schemas.metrics import SeriesHistory
+from service.store.series import default_branch, find_series, history
+
+router = APIRouter(prefix="/api/v1/series", tags=["series"])
+
+
+def _parse_params(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"params must be a JSON object: {exc.msg}") from exc
+    if not isinstance(value, dict):
+        raise ApiError(400, 'params must be a JSON object, e.g. {"m":1024}')
+    return value
+
+
+@router.get("", response_model=SeriesHistory)
+def get_series(
+    session: SessionDep,
+    id: int | None = Query(None, description="series id (from a commit's metrics)"),
+    repository: str | None = None,
+    suite: str | None = None,
+    workload: str | None = None,
+    kernel: str | None = None,
+    metric: str | None = Query(None, description="e.g. duration"),
+    fingerprint: str | None = None,
+    params: str | None = Query(None, description='workload parameters as JSON, {"m":1024}'),
+    branch: str | None = Query(None, description="default: the branch of the newest result"),
+    limit: int = Query(1000, ge=1, le=10_000),
+    samples: bool = Query(False, description="include raw samples"),
+) -> SeriesHistory:
+    """One series' results along a branch, in commit order (oldest first)."""
+    filters = {
+        "repository": repository,
+        "suite": suite,
+        "workload": workload,
+        "kernel": kernel,
+        "metric": metric,
+        "fingerprint": fingerprint,
+    }
+    if id is None and all(v is None for v in filters.values()) and params is None:
+        raise ApiError(400, "name a series: id=, or repository=/workload=/kernel=/metric=")
+    series, repo_name = find_series(
+        session, series_id=id, filters=filters, params=_parse_params(params)
+    )
+    branch = branch or default_branch(session, series)
+    return history(session, series, repo_name, branch, limit, samples)

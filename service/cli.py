@@ -1,0 +1,56 @@
+"""`kernelwatch`: serve the API and manage its database."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from service.core.logging import configure_logging
+from service.core.settings import Settings
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from service.api.app import create_app
+
+    app = create_app(settings)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())
+    return 0
+
+
+def _db_upgrade(_args: argparse.Namespace, settings: Settings) -> int:
+    from service.core.db import engine_for
+    from service.core.migrate import upgrade
+
+    engine = engine_for(settings)
+    try:
+        upgrade(engine)
+    finally:
+        engine.dispose()
+    print(f"database at {engine.url.render_as_string(hide_password=True)} is up to date")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelwatch", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve the API and pages")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(func=_serve)
+    db = sub.add_parser("db", help="database schema")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_sub.add_parser("upgrade", help="apply every migration").set_defaults(func=_db_upgrade)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return args.func(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The ORM models; importing this package registers every table on Base.metadata."""
+
+from service.models.base import Base
+from service.models.profile import NcuFinding, NcuMetric, TimelineEntry
+from service.models.repository import Commit, Repository
+from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
+from service.models.runner import Runner
+from service.models.series import Result, Series
+
+__all__ = [
+    "Base",
+    "BuildResource",
+    "Commit",
+    "CorrectnessOutcome",
+    "NcuFinding",
+    "NcuMetric",
+    "Repository",
+    "Result",
+    "Run",
+    "RunWorkload",
+    "Runner",
+    "Series",
+    "TimelineEntry",
+]

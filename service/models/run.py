@@ -1,0 +1,95 @@
+"""One runner executing one suite at one commit, and what it recorded per workload."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.models.base import Base, utcnow
+
+
+class Run(Base):
+    __tablename__ = "runs"
+    __table_args__ = (
+        # The commit page starts from "which runs exist at this commit".
+        Index("ix_runs_commit_id", "commit_id"),
+        Index("ix_runs_repository_id_branch", "repository_id", "branch"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_uuid: Mapped[str] = mapped_column(String(64), unique=True)
+    document_sha256: Mapped[str] = mapped_column(String(64))
+    repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id", ondelete="CASCADE"))
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id", ondelete="CASCADE"))
+    runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id", ondelete="SET NULL"))
+    job_id: Mapped[int | None]
+    suite: Mapped[str] = mapped_column(String(200))
+    branch: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(20))
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    gpu_name: Mapped[str] = mapped_column(String(200), default="")
+    environment: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    build_status: Mapped[str] = mapped_column(String(20))
+    build_seconds: Mapped[float | None] = mapped_column(Float)
+    build_log_tail: Mapped[str] = mapped_column(Text, default="")
+    log_tail: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[datetime]
+    finished_at: Mapped[datetime]
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BuildResource(Base):
+    """ptxas's view of one compiled kernel: what regressions in registers or spills look like."""
+
+    __tablename__ = "build_resources"
+    __table_args__ = (UniqueConstraint("run_id", "kernel"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    kernel: Mapped[str] = mapped_column(String(1000))
+    arch: Mapped[str] = mapped_column(String(20), default="")
+    registers: Mapped[int]
+    shared_bytes: Mapped[int]
+    spill_stores_bytes: Mapped[int]
+    spill_loads_bytes: Mapped[int]
+    compile_seconds: Mapped[float | None] = mapped_column(Float)
+
+
+class RunWorkload(Base):
+    """A workload (name + fixed parameters) as executed in one run."""
+
+    __tablename__ = "run_workloads"
+    __table_args__ = (UniqueConstraint("run_id", "name", "params_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    params_key: Mapped[str] = mapped_column(Text)
+    kernels: Mapped[list[Any]] = mapped_column(default=list)
+    status: Mapped[str] = mapped_column(String(30))
+    error: Mapped[str] = mapped_column(Text, default="")
+    flops: Mapped[float | None] = mapped_column(Float)
+    bytes_moved: Mapped[float | None] = mapped_column(Float)
+    timeline_source: Mapped[str | None] = mapped_column(String(20))
+    timeline_note: Mapped[str] = mapped_column(Text, default="")
+    ncu_status: Mapped[str | None] = mapped_column(String(20))
+    ncu_note: Mapped[str] = mapped_column(Text, default="")
+
+
+class CorrectnessOutcome(Base):
+    __tablename__ = "correctness_outcomes"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_workload_id: Mapped[int] = mapped_column(
+        ForeignKey("run_workloads.id", ondelete="CASCADE"), unique=True
+    )
+    passed: Mapped[bool]
+    error_norm: Mapped[float | None] = mapped_column(Float)
+    tolerance: Mapped[float] = mapped_column(Float)
+    norm: Mapped[str] = mapped_column(String(30))
+    precision: Mapped[str] = mapped_column(String(20))
+    unwritten: Mapped[int] = mapped_column(default=0)

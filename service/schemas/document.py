@@ -1,0 +1,290 @@
+"""The result document (runner → service), validated field by field before anything is stored.
+
+The runner writes plain JSON (it has no pydantic); this module is the service's reading of the
+contract in DESIGN.md. Every float must be finite: the base config refuses NaN and infinities.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from service.core.units import TIME_UNITS, is_known_unit
+
+SCHEMA_VERSION = 1
+MAX_SAMPLES_PER_TIMING = 100_000
+MAX_WORKLOADS = 5_000
+MAX_TEXT = 65_536
+
+Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", to_lower=True)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+KernelName = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+ShortText = Annotated[str, StringConstraints(max_length=1000)]
+LongText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
+NonNegative = Annotated[float, Field(ge=0)]
+ParamValue = str | int | float | bool | None | list[str | int | float | bool]
+_BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)[^\x00-\x20~^:?*\[\\\x7f]{1,255}(?<![/.])$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=MAX_TEXT)
+
+
+class RepositoryIn(Strict):
+    name: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
+    url: ShortText | None = None
+
+
+class CommitIn(Strict):
+    sha: Sha
+    parents: list[Sha] = Field(default_factory=list, max_length=64)
+    author_name: ShortText = ""
+    author_email: ShortText = ""
+    message: LongText = ""
+    committed_at: AwareDatetime
+
+
+class RunnerIn(Strict):
+    name: Name
+    host: ShortText = ""
+    labels: dict[Name, ShortText] = Field(default_factory=dict)
+
+
+class GpuIn(Strict):
+    name: Name
+    uuid: ShortText = ""
+    sm_count: int = Field(gt=0)
+    memory_bytes: int = Field(ge=0)
+    compute_capability: ShortText = ""
+
+
+class EnvironmentIn(BaseModel):
+    """Known fields are checked; hosts may add more facts, which are stored as given."""
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+
+    fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16,64}$")]
+    gpu: GpuIn
+    driver_version: ShortText = ""
+    cuda_runtime_version: ShortText = ""
+    clocks_mhz: dict[Name, NonNegative] = Field(default_factory=dict)
+    throttle_reasons_seen: list[ShortText] = Field(default_factory=list)
+    ecc_enabled: bool | None = None
+
+
+class BuildKernelIn(Strict):
+    kernel: KernelName
+    arch: ShortText = ""
+    registers: int = Field(ge=0)
+    shared_bytes: int = Field(ge=0)
+    spill_stores_bytes: int = Field(ge=0)
+    spill_loads_bytes: int = Field(ge=0)
+    compile_seconds: NonNegative | None = None
+
+
+class BuildIn(Strict):
+    status: Literal["ok", "failed"]
+    seconds: NonNegative | None = None
+    log_tail: LongText = ""
+    kernels: list[BuildKernelIn] = Field(default_factory=list, max_length=10_000)
+
+
+class CorrectnessIn(Strict):
+    passed: bool
+    error_norm: NonNegative | None = Field(description="null when the output held NaN")
+    tolerance: float = Field(gt=0)
+    norm: Name = "rel_l2"
+    precision: Name
+    unwritten: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _pass_is_consistent(self) -> CorrectnessIn:
+        if self.passed and (
+            self.error_norm is None or self.error_norm > self.tolerance or self.unwritten
+        ):
+            raise ValueError(
+                "passed is true, but error_norm is missing or above tolerance, "
+                "or elements are unwritten"
+            )
+        return self
+
+
+class ProcessSamplesIn(Strict):
+    samples: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
+    sm_clock_mhz: NonNegative | None = None
+    throttle_reasons: list[ShortText] = Field(default_factory=list)
+
+
+class TimingIn(Strict):
+    kernel: KernelName
+    metric: Name = "duration"
+    unit: str
+    method: Literal["cuda_events", "cupti", "host"]
+    l2_flushed: bool = False
+    stop_reason: ShortText = ""
+    processes: list[ProcessSamplesIn] = Field(min_length=1, max_length=64)
+    # Optional summaries the runner computed; the service recomputes them and refuses a mismatch.
+    n: int | None = None
+    median: float | None = None
+    q1: float | None = None
+    q3: float | None = None
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+
+    @field_validator("unit")
+    @classmethod
+    def _time_unit(cls, unit: str) -> str:
+        if unit not in TIME_UNITS:
+            raise ValueError(f"unknown time unit {unit!r}; use one of {sorted(TIME_UNITS)}")
+        return unit
+
+    @model_validator(mode="after")
+    def _sample_limit(self) -> TimingIn:
+        total = sum(len(p.samples) for p in self.processes)
+        if total > MAX_SAMPLES_PER_TIMING:
+            raise ValueError(f"{total} samples; at most {MAX_SAMPLES_PER_TIMING} per timing")
+        return self
+
+
+class TimelineKernelIn(Strict):
+    kernel: KernelName
+    calls: int = Field(ge=1)
+    total_ns: NonNegative
+    share: float = Field(ge=0, le=1)
+
+
+class TimelineIn(Strict):
+    source: Literal["nsys", "cupti"]
+    reason: LongText = ""
+    kernels: list[TimelineKernelIn] = Field(max_length=10_000)
+
+
+class NcuValueIn(Strict):
+    value: float
+    unit: str
+
+    @field_validator("unit")
+    @classmethod
+    def _known_unit(cls, unit: str) -> str:
+        if not is_known_unit(unit):
+            raise ValueError(f"unknown unit {unit!r}")
+        return unit
+
+
+class NcuFindingIn(Strict):
+    rule: Name
+    type: ShortText = ""
+    description: LongText = ""
+    estimated_speedup: NonNegative | None = None
+    speedup_type: ShortText = ""
+
+
+class NcuKernelIn(Strict):
+    kernel: KernelName
+    metrics: dict[Annotated[str, StringConstraints(min_length=1, max_length=300)], NcuValueIn]
+    findings: list[NcuFindingIn] = Field(default_factory=list, max_length=1000)
+
+
+class NcuIn(Strict):
+    status: Literal["ok", "unavailable", "failed"]
+    reason: LongText = ""
+    kernels: list[NcuKernelIn] = Field(default_factory=list, max_length=10_000)
+
+
+class WorkloadIn(Strict):
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.-]*$", max_length=200)]
+    params: dict[Name, ParamValue] = Field(default_factory=dict)
+    kernels: list[KernelName] = Field(default_factory=list, max_length=1000)
+    status: Literal["ok", "correctness_failed", "failed", "timeout", "crashed", "skipped"]
+    error: LongText = ""
+    correctness: CorrectnessIn | None = None
+    flops: NonNegative | None = None
+    bytes: NonNegative | None = None
+    timing: TimingIn | None = None
+    timeline: TimelineIn | None = None
+    ncu: NcuIn | None = None
+
+    @model_validator(mode="after")
+    def _status_is_consistent(self) -> WorkloadIn:
+        if self.correctness is not None and not self.correctness.passed and self.status == "ok":
+            raise ValueError("status is 'ok' but the correctness check failed")
+        if self.timing is not None and self.status != "ok":
+            raise ValueError(f"timing given for a workload with status {self.status!r}")
+        return self
+
+
+class RunDocument(Strict):
+    schema_version: Literal[1]
+    run_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$")]
+    job_id: int | None = None
+    lease_token: ShortText | None = None
+    suite: Name
+    status: Literal["succeeded", "failed", "build_failed"]
+    repository: RepositoryIn
+    branch: str
+    commit: CommitIn
+    runner: RunnerIn | None = None
+    started_at: AwareDatetime
+    finished_at: AwareDatetime
+    environment: EnvironmentIn
+    build: BuildIn
+    workloads: list[WorkloadIn] = Field(default_factory=list, max_length=MAX_WORKLOADS)
+    log_tail: LongText = ""
+
+    @field_validator("branch")
+    @classmethod
+    def _git_branch(cls, branch: str) -> str:
+        if not _BRANCH.match(branch) or branch.endswith(".lock"):
+            raise ValueError(f"{branch[:80]!r} is not a valid git branch name")
+        return branch
+
+    @model_validator(mode="after")
+    def _run_is_consistent(self) -> RunDocument:
+        if self.finished_at < self.started_at:
+            raise ValueError("finished_at is before started_at")
+        if self.status == "build_failed" and self.build.status != "failed":
+            raise ValueError("status is 'build_failed' but build.status is not 'failed'")
+        if self.build.status == "failed" and any(w.timing for w in self.workloads):
+            raise ValueError("the build failed, yet workloads carry timings")
+        seen: set[tuple[str, str]] = set()
+        for w in self.workloads:
+            key = (w.name, params_key(w.params))
+            if key in seen:
+                raise ValueError(f"workload {w.name} {key[1]} appears twice")
+            seen.add(key)
+        return self
+
+
+def params_key(params: dict[str, Any]) -> str:
+    """Canonical text of a workload's parameters: the same dict always gives the same key."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def find_non_finite(value: Any, path: str = "") -> str | None:
+    """The JSON path of the first NaN or infinity in a parsed document, if any."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "$"
+    if isinstance(value, dict):
+        items = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub_path, sub in items:
+        found = find_non_finite(sub, sub_path)
+        if found:
+            return found
+    return None

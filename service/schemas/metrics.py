@@ -1,0 +1,163 @@
+"""Answers of the read routes: a commit's metrics and a series' history."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class CommitPublic(BaseModel):
+    sha: str
+    repository: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    message: str
+    committed_at: datetime
+
+
+class RunBrief(BaseModel):
+    run_id: str
+    suite: str
+    branch: str
+    status: str
+    build_status: str
+    fingerprint: str
+    gpu_name: str
+    finished_at: datetime
+
+
+class Statistics(BaseModel):
+    n: int
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    mean: float
+    stdev: float
+    rel_iqr: float
+
+
+class Baseline(BaseModel):
+    commit: str
+    run_id: str
+    median: float
+    committed_at: datetime
+
+
+class MetricPublic(BaseModel):
+    series_id: int
+    metric: str
+    unit: str
+    method: str
+    sm_clock_mhz: float | None
+    statistics: Statistics
+    baseline: Baseline | None
+    change: float | None
+    verdict: str | None = None
+
+
+class NcuValue(BaseModel):
+    value: float
+    unit: str
+
+
+class NcuFindingPublic(BaseModel):
+    rule: str
+    type: str
+    description: str
+    estimated_speedup: float | None
+    speedup_type: str
+
+
+class BuildPublic(BaseModel):
+    registers: int
+    shared_bytes: int
+    spill_stores_bytes: int
+    spill_loads_bytes: int
+    compile_seconds: float | None
+    arch: str
+
+
+class KernelPublic(BaseModel):
+    kernel: str
+    metrics: list[MetricPublic]
+    ncu_metrics: dict[str, NcuValue]
+    ncu_findings: list[NcuFindingPublic]
+    build: BuildPublic | None
+
+
+class CorrectnessPublic(BaseModel):
+    passed: bool
+    error_norm: float | None
+    tolerance: float
+    norm: str
+    precision: str
+    unwritten: int
+
+
+class TimelineKernel(BaseModel):
+    kernel: str
+    calls: int
+    total_ns: float
+    share: float
+
+
+class TimelinePublic(BaseModel):
+    source: str
+    note: str
+    kernels: list[TimelineKernel]
+
+
+class WorkloadPublic(BaseModel):
+    workload: str
+    params: dict[str, Any]
+    run_id: str
+    fingerprint: str
+    status: str
+    error: str
+    flops: float | None
+    bytes: float | None
+    correctness: CorrectnessPublic | None
+    timeline: TimelinePublic | None
+    ncu_status: str | None
+    ncu_note: str
+    kernels: list[KernelPublic]
+
+
+class CommitMetrics(BaseModel):
+    commit: CommitPublic
+    branch: str | None
+    runs: list[RunBrief]
+    workloads: list[WorkloadPublic]
+
+
+class SeriesPublic(BaseModel):
+    id: int
+    repository: str
+    suite: str
+    workload: str
+    params: dict[str, Any]
+    kernel: str
+    metric: str
+    unit: str
+    fingerprint: str
+
+
+class SeriesPoint(BaseModel):
+    commit: str
+    committed_at: datetime
+    author_name: str
+    subject: str
+    run_id: str
+    statistics: Statistics
+    samples: list[float] | None = None
+
+
+class SeriesHistory(BaseModel):
+    series: SeriesPublic
+    branch: str
+    points: list[SeriesPoint]

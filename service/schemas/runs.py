@@ -1,0 +1,59 @@
+"""Answers of the runs routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from service.models import Run
+
+
+class RunStored(BaseModel):
+    run_id: str
+    stored: bool
+    results: int
+    detail: str
+
+
+class RunPublic(BaseModel):
+    run_id: str
+    repository: str
+    commit: str
+    suite: str
+    branch: str
+    status: str
+    build_status: str
+    fingerprint: str
+    gpu_name: str
+    job_id: int | None
+    started_at: datetime
+    finished_at: datetime
+    received_at: datetime
+    results: int
+    environment: dict[str, Any]
+    build_log_tail: str
+    log_tail: str
+
+    @classmethod
+    def from_run(cls, run: Run, *, sha: str, repository: str, results: int) -> RunPublic:
+        return cls(
+            run_id=run.run_uuid,
+            repository=repository,
+            commit=sha,
+            suite=run.suite,
+            branch=run.branch,
+            status=run.status,
+            build_status=run.build_status,
+            fingerprint=run.fingerprint,
+            gpu_name=run.gpu_name,
+            job_id=run.job_id,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            received_at=run.received_at,
+            results=results,
+            environment=run.environment,
+            build_log_tail=run.build_log_tail,
+            log_tail=run.log_tail,
+        )

@@ -1,0 +1,112 @@
+"""Finding a series and reading its history along a branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.analysis.stats import unpack_samples
+from service.core.errors import ApiError
+from service.models import Commit, Repository, Result, Run, Series
+from service.schemas import metrics as m
+from service.schemas.document import params_key
+from service.store.commits import statistics
+
+
+def series_public(series: Series, repository: str) -> m.SeriesPublic:
+    return m.SeriesPublic(
+        id=series.id,
+        repository=repository,
+        suite=series.suite,
+        workload=series.workload,
+        params=series.params,
+        kernel=series.kernel,
+        metric=series.metric,
+        unit=series.unit,
+        fingerprint=series.fingerprint,
+    )
+
+
+def find_series(
+    session: Session,
+    *,
+    series_id: int | None,
+    filters: dict[str, Any],
+    params: dict[str, Any] | None,
+) -> tuple[Series, str]:
+    """The one series the query names; several matches → 400 listing them."""
+    query = select(Series, Repository.name).join(Repository, Repository.id == Series.repository_id)
+    if series_id is not None:
+        query = query.where(Series.id == series_id)
+    for column, value in filters.items():
+        if value is None:
+            continue
+        attr = Repository.name if column == "repository" else getattr(Series, column)
+        query = query.where(attr == value)
+    if params is not None:
+        query = query.where(Series.params_key == params_key(params))
+    rows = session.execute(query.order_by(Series.id).limit(51)).all()
+    if not rows:
+        raise ApiError(404, "no series matches that query")
+    if len(rows) > 1:
+        candidates = [series_public(s, name).model_dump() for s, name in rows[:50]]
+        raise ApiError(
+            400,
+            f"{'over 50' if len(rows) > 50 else len(rows)} series match; narrow the query "
+            "(params=, fingerprint=, suite=) or give id=",
+            candidates=candidates,
+        )
+    return rows[0][0], rows[0][1]
+
+
+def default_branch(session: Session, series: Series) -> str:
+    branch = session.scalars(
+        select(Result.branch)
+        .where(Result.series_id == series.id)
+        .order_by(Result.committed_at.desc())
+        .limit(1)
+    ).first()
+    if branch is None:
+        raise ApiError(404, f"series {series.id} has no results yet")
+    return branch
+
+
+def history(
+    session: Session, series: Series, repository: str, branch: str, limit: int, with_samples: bool
+) -> m.SeriesHistory:
+    """The last `limit` results of the series on the branch, oldest first."""
+    newest = (
+        select(Result.id)
+        .where(Result.series_id == series.id, Result.branch == branch)
+        .order_by(Result.committed_at.desc(), Result.id.desc())
+        .limit(limit)
+        .subquery()
+    )
+    rows = session.execute(
+        select(
+            Result,
+            Commit.sha,
+            Commit.author_name,
+            func.substr(Commit.message, 1, 200),
+            Run.run_uuid,
+        )
+        .join(newest, newest.c.id == Result.id)
+        .join(Commit, Commit.id == Result.commit_id)
+        .join(Run, Run.id == Result.run_id)
+        .order_by(Result.committed_at, Result.id)
+    ).all()
+    points = [
+        m.SeriesPoint(
+            commit=sha,
+            committed_at=r.committed_at,
+            author_name=author,
+            subject=message.split("\n", 1)[0],
+            run_id=run_uuid,
+            statistics=statistics(r),
+            samples=unpack_samples(r.samples).tolist() if with_samples else None,
+        )
+        for r, sha, author, message, run_uuid in rows
+    ]
+    return m.SeriesHistory(series=series_public(series, repository), branch=branch, points=points)

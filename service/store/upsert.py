@@ -1,0 +1,29 @@
+"""Get-or-create that is safe when two writers race for the same natural key."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from service.models import Base
+
+M = TypeVar("M", bound=Base)
+
+
+def get_or_create(session: Session, model: type[M], key: dict[str, Any], **values: Any) -> M:
+    """Row of `model` with the unique `key`; inserted with `values` if absent.
+
+    INSERT ... ON CONFLICT DO NOTHING followed by a SELECT never raises on a concurrent insert of
+    the same key, unlike a plain SELECT-then-INSERT, and it does not abort the surrounding
+    transaction on PostgreSQL.
+    """
+    found = session.scalars(select(model).filter_by(**key)).one_or_none()
+    if found is not None:
+        return found
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    session.execute(insert(model).values(**key, **values).on_conflict_do_nothing())
+    return session.scalars(select(model).filter_by(**key)).one()

@@ -1,0 +1,126 @@
+"""Fixtures shared by every test: a fresh database per test on SQLite and on PostgreSQL.
+
+PostgreSQL tests run when KERNELWATCH_TEST_POSTGRES_URL is set (`.ci/run` always sets it); an
+unreachable server then fails them instead of skipping, so CI cannot pass without PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from service.core.db import create_db_engine
+from service.core.migrate import upgrade
+from service.core.settings import Settings
+from service.models import Base
+from tests.live_server import LiveServer
+
+ADMIN_TOKEN = "test-admin-token"
+POSTGRES_ENV = "KERNELWATCH_TEST_POSTGRES_URL"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _gpu_missing_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"gpu test: {reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def _gpu_missing_reason() -> str | None:
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() < 1:
+            return "no CUDA device"
+    except Exception as exc:  # ImportError, or CUDA driver errors on a GPU-less host
+        return f"cupy/CUDA unavailable ({type(exc).__name__})"
+    return None
+
+
+def _postgres_admin_url() -> str | None:
+    url = os.environ.get(POSTGRES_ENV)
+    return Settings(database_url=url).database_url if url else None
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    engine = create_db_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()
+    return path
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A database of this test session's own, migrated once and dropped at the end."""
+    admin_url = _postgres_admin_url()
+    if admin_url is None:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    name = f"kw_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        admin.dispose()
+        pytest.fail(f"PostgreSQL at {POSTGRES_ENV} is unreachable: {exc}", pytrace=False)
+    url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    engine = create_db_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _truncate_all(url: str) -> None:
+    engine = create_engine(url)
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty, migrated database: a copied SQLite file, or the session's PostgreSQL, emptied."""
+    if request.param == "sqlite":
+        path = tmp_path / "kernelwatch.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    url = request.getfixturevalue("postgres_database")
+    _truncate_all(url)
+    return url
+
+
+@pytest.fixture
+def settings(db_url: str, tmp_path: Path) -> Settings:
+    return Settings(database_url=db_url, data_dir=tmp_path, admin_token=ADMIN_TOKEN)
+
+
+@pytest.fixture
+def engine(settings: Settings) -> Iterator[Engine]:
+    engine = create_db_engine(settings.effective_database_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def server(settings: Settings) -> Iterator[LiveServer]:
+    """The real app behind a real uvicorn socket on 127.0.0.1."""
+    from service.api.app import create_app
+
+    with LiveServer(create_app(settings, migrate=False)) as live:
+        yield live

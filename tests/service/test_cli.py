@@ -1,0 +1,82 @@
+"""The `kernelwatch` command as a user runs it: separate processes, real sockets."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+BIN = Path(sys.executable).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWATCH_")}
+    env["KERNELWATCH_DATA_DIR"] = str(tmp_path / "data")
+    env.update(extra)
+    return env
+
+
+def test_db_upgrade_creates_the_embedded_sqlite_database(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [BIN / "kernelwatch", "db", "upgrade"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "up to date" in done.stdout
+    assert (tmp_path / "data" / "kernelwatch.db").exists()
+
+
+def test_serve_answers_on_the_given_port(tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [BIN / "kernelwatch", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+                assert time.monotonic() < deadline, "kernelwatch serve did not come up"
+                time.sleep(0.2)
+        assert answer.status_code == 200
+        assert answer.json() == {"status": "ok", "database": "sqlite"}
+        empty = httpx.get(f"http://127.0.0.1:{port}/api/v1/commits/{'a' * 40}/metrics")
+        assert empty.status_code == 404
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+def test_unknown_subcommand_exits_non_zero(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [BIN / "kernelwatch", "frobnicate"],
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "invalid choice" in done.stderr

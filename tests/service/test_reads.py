@@ -1,0 +1,179 @@
+"""Commit metrics and series history over real HTTP, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN_TOKEN
+from tests.documents import document, sha_for
+from tests.live_server import LiveServer
+
+
+def post(client: httpx.Client, doc: dict) -> None:
+    answer = client.post("/api/v1/runs", json=doc)
+    assert answer.status_code == 201, answer.text
+
+
+@pytest.fixture
+def client(server: LiveServer) -> httpx.Client:
+    with server.client(ADMIN_TOKEN) as c:
+        yield c
+
+
+def metric_of(metrics: dict, kernel: str) -> dict:
+    for w in metrics["workloads"]:
+        for k in w["kernels"]:
+            if k["kernel"] == kernel and k["metrics"]:
+                return k["metrics"][0]
+    raise AssertionError(f"no metric for {kernel}")
+
+
+def test_change_is_against_the_nearest_earlier_commit_on_the_branch(client: httpx.Client) -> None:
+    post(client, document(commit="a", minutes=0, medians={"fast": 100.0, "slow": 50.0}))
+    post(
+        client,
+        document(commit="b", parents=["a"], minutes=10, medians={"fast": 110.0, "slow": 50.0}),
+    )
+    # Later in time but on another branch: must not be anyone's baseline on main.
+    post(
+        client,
+        document(commit="x", minutes=15, branch="feature", medians={"fast": 500.0, "slow": 500.0}),
+    )
+    post(
+        client,
+        document(commit="c", parents=["b"], minutes=20, medians={"fast": 121.0, "slow": 40.0}),
+    )
+    metrics = client.get(f"/api/v1/commits/{sha_for('c')}/metrics").json()
+    assert metrics["branch"] == "main"
+    fast, slow = metric_of(metrics, "fast"), metric_of(metrics, "slow")
+    assert fast["baseline"]["commit"] == sha_for("b")
+    assert fast["change"] == pytest.approx(0.10, abs=0.01)
+    assert slow["change"] == pytest.approx(-0.20, abs=0.01)
+    assert fast["unit"] == "us"
+    assert fast["statistics"]["n"] == 60
+    assert fast["verdict"] is None
+    first = client.get(f"/api/v1/commits/{sha_for('a')}/metrics").json()
+    assert metric_of(first, "fast")["baseline"] is None
+    assert metric_of(first, "fast")["change"] is None
+
+
+def test_other_fingerprints_are_other_series(client: httpx.Client) -> None:
+    post(client, document(commit="a", minutes=0, medians={"k": 100.0}))
+    post(
+        client,
+        document(commit="b", minutes=10, medians={"k": 300.0}, fingerprint="00000000000000bb"),
+    )
+    metrics = client.get(f"/api/v1/commits/{sha_for('b')}/metrics").json()
+    assert metric_of(metrics, "k")["baseline"] is None
+
+
+def test_commit_metrics_carry_every_section(client: httpx.Client) -> None:
+    from tests.documents import example_document
+
+    doc = example_document()
+    post(client, doc)
+    metrics = client.get(f"/api/v1/commits/{doc['commit']['sha'][:10]}/metrics").json()
+    assert metrics["commit"]["author_name"] == "Ada Lovelace"
+    assert metrics["commit"]["repository"] == "acme/fused-kernels"
+    assert [r["run_id"] for r in metrics["runs"]] == [doc["run_id"]]
+    by_name = {(w["workload"], w["params"].get("m")): w for w in metrics["workloads"]}
+    gemm = by_name[("gemm_fwd", 1024)]
+    kernel = gemm["kernels"][0]
+    assert kernel["kernel"] == "gemm_bias_act_f32"
+    assert kernel["build"]["registers"] == 128
+    assert kernel["ncu_metrics"]["launch__registers_per_thread"] == {
+        "value": 32.0,
+        "unit": "register/thread",
+    }
+    assert {f["rule"] for f in kernel["ncu_findings"]} == {"SOLBottleneck", "AchievedOccupancy"}
+    assert gemm["correctness"]["passed"] is True
+    step = by_name[("train_step", None)]
+    assert step["timeline"]["source"] == "cupti"
+    assert step["timeline"]["kernels"][0]["kernel"] == "gemm_bwd_f32"
+    assert step["ncu_status"] == "unavailable"
+    broken = by_name[("gemm_fwd", 32)]
+    assert broken["status"] == "correctness_failed"
+    assert broken["correctness"]["unwritten"] == 128
+    assert all(not k["metrics"] for k in broken["kernels"])
+
+
+def test_unknown_and_malformed_shas(client: httpx.Client) -> None:
+    unknown = client.get(f"/api/v1/commits/{'0' * 40}/metrics")
+    assert unknown.status_code == 404
+    assert "no commit" in unknown.json()["detail"]
+    malformed = client.get("/api/v1/commits/xyz!/metrics")
+    assert malformed.status_code == 400
+    assert "hex digits" in malformed.json()["detail"]
+
+
+def test_ambiguous_short_sha_lists_candidates(client: httpx.Client) -> None:
+    shas = ["abcd" + "1" * 36, "abcd" + "2" * 36]
+    for i, sha in enumerate(shas):
+        post(client, document(commit=sha, minutes=i))
+    answer = client.get("/api/v1/commits/abcd/metrics")
+    assert answer.status_code == 400
+    assert "ambiguous" in answer.json()["detail"]
+    assert sorted(c["sha"] for c in answer.json()["candidates"]) == shas
+    unique = client.get("/api/v1/commits/abcd2/metrics")
+    assert unique.status_code == 200
+    assert unique.json()["commit"]["sha"] == shas[1]
+
+
+def test_series_history_in_commit_order(client: httpx.Client) -> None:
+    # Posted out of order: the history must still follow commit time.
+    for label, minutes, median in [("c", 20, 130.0), ("a", 0, 100.0), ("b", 10, 120.0)]:
+        post(client, document(commit=label, minutes=minutes, medians={"k": median}))
+    post(client, document(commit="f", minutes=30, branch="feature", medians={"k": 999.0}))
+    query = {
+        "repository": "acme/kernels",
+        "workload": "gemm_fwd",
+        "kernel": "k",
+        "metric": "duration",
+    }
+    history = client.get("/api/v1/series", params={**query, "branch": "main"}).json()
+    assert [p["commit"] for p in history["points"]] == [sha_for(x) for x in "abc"]
+    medians = [p["statistics"]["median"] for p in history["points"]]
+    assert medians == pytest.approx([100.0, 120.0, 130.0], rel=0.01)
+    assert history["points"][0]["subject"] == "commit a"
+    last_two = client.get("/api/v1/series", params={**query, "branch": "main", "limit": 2}).json()
+    assert [p["commit"] for p in last_two["points"]] == [sha_for("b"), sha_for("c")]
+    with_samples = client.get(
+        "/api/v1/series",
+        params={"id": history["series"]["id"], "branch": "main", "samples": "true"},
+    ).json()
+    assert len(with_samples["points"][0]["samples"]) == 60
+    default = client.get("/api/v1/series", params={"id": history["series"]["id"]}).json()
+    assert default["branch"] == "feature"
+
+
+def test_series_queries_that_match_several_or_none(client: httpx.Client) -> None:
+    post(client, document(commit="a", medians={"k1": 1.0, "k2": 2.0}))
+    several = client.get("/api/v1/series", params={"workload": "gemm_fwd"})
+    assert several.status_code == 400
+    assert {c["kernel"] for c in several.json()["candidates"]} == {"k1", "k2"}
+    by_params = client.get(
+        "/api/v1/series",
+        params={"workload": "gemm_fwd", "params": '{"m":1024,"n":1024,"k":1024,"act":"k2"}'},
+    )
+    assert by_params.status_code == 200
+    assert by_params.json()["series"]["kernel"] == "k2"
+    none = client.get("/api/v1/series", params={"workload": "nope"})
+    assert none.status_code == 404
+    bad = client.get("/api/v1/series", params={"workload": "gemm_fwd", "params": "[1"})
+    assert bad.status_code == 400
+    nothing = client.get("/api/v1/series")
+    assert nothing.status_code == 400
+    bad_limit = client.get("/api/v1/series", params={"id": 1, "limit": 0})
+    assert bad_limit.status_code == 422
+    assert "limit" in bad_limit.json()["detail"]
+
+
+def test_healthz_and_unknown_paths(client: httpx.Client) -> None:
+    health = client.get("/healthz")
+    assert health.status_code == 200
+    assert health.json()["status"] == "ok"
+    missing = client.get("/api/v1/nothing-here")
+    assert missing.status_code == 404
+    assert "/docs" in missing.json()["detail"]
+    assert client.get("/openapi.json").json()["components"]["schemas"]["RunDocument"]
