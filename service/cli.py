@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from service import cli_admin
 from service.core.logging import configure_logging
 from service.core.settings import Settings
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply every migration").set_defaults(func=_db_upgrade)
+    cli_admin.add_parsers(sub)
     return parser
 
 
@@ -49,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings()
     configure_logging(settings.log_level)
-    return args.func(args, settings)
+    try:
+        return args.func(args, settings)
+    except cli_admin.CliError as exc:
+        print(f"kernelwatch: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

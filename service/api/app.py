@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from service.api.errors import install_error_handlers
-from service.api.routes import commits, health, runs, series
+from service.api.routes import commits, health, jobs, runners, runs, series, webhooks
 from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.schemas.document import RunDocument
+from service.store.jobs import reap
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool | None = None) -> FastAPI:
@@ -24,9 +32,18 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     if migrate if migrate is not None else settings.is_sqlite:
         upgrade(engine)
 
+    factory = session_factory(engine)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        reaper = None
+        if settings.reaper_interval_seconds > 0:
+            reaper = asyncio.create_task(_reap_forever(factory, settings.reaper_interval_seconds))
         yield
+        if reaper is not None:
+            reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reaper
         engine.dispose()
 
     app = FastAPI(
@@ -37,12 +54,27 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     )
     app.state.settings = settings
     app.state.engine = engine
-    app.state.session_factory = session_factory(engine)
+    app.state.session_factory = factory
     install_error_handlers(app)
-    for module in (health, runs, commits, series):
+    for module in (health, webhooks, runs, jobs, runners, commits, series):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+async def _reap_forever(factory: sessionmaker[Session], interval: float) -> None:
+    """Requeue jobs whose runner vanished; claims reap too, this covers idle queues."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await run_in_threadpool(_reap_once, factory)
+        except Exception:
+            log.exception("reaper failed; retrying in %.0f s", interval)
+
+
+def _reap_once(factory: sessionmaker[Session]) -> None:
+    with factory() as session, session.begin():
+        reap(session)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from fastapi import Request
 from service.core.errors import ApiError
 
 
-async def read_json_body(request: Request, limit: int) -> Any:
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed `limit`."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
@@ -22,7 +23,11 @@ async def read_json_body(request: Request, limit: int) -> Any:
         if size > limit:
             raise ApiError(413, f"body is over the {limit}-byte limit")
         chunks.append(chunk)
-    body = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json_body(request: Request, limit: int) -> Any:
+    body = await read_body(request, limit)
     if not body:
         raise ApiError(422, "empty body; send the result document as JSON")
     try:

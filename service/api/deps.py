@@ -1,17 +1,20 @@
-"""Typed dependencies shared by the routes."""
+"""Typed dependencies shared by the routes: settings, sessions and who is calling."""
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.errors import ApiError
 from service.core.settings import Settings
+from service.core.tokens import same_secret, token_hash
+from service.models import Runner
 
 
 def get_settings(request: Request) -> Settings:
@@ -31,24 +34,74 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
 SessionDep = Annotated[Session, Depends(get_session)]
 
-_bearer = HTTPBearer(auto_error=False, description="KERNELWATCH_ADMIN_TOKEN")
+_bearer = HTTPBearer(auto_error=False, description="admin token or runner token")
+CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def require_admin(
-    settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
+@dataclass(frozen=True)
+class Caller:
+    """Who sent the request: the admin, or a runner (by its token)."""
+
+    admin: bool
+    runner_id: int | None = None
+
+
+def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str:
     if credentials is None:
         raise ApiError(
             401,
             "missing 'Authorization: Bearer <token>' header",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    return credentials.credentials
+
+
+def _is_admin(settings: Settings, token: str) -> bool:
+    return bool(settings.admin_token) and same_secret(token, settings.admin_token or "")
+
+
+def _runner_for(session: Session, token: str) -> Runner | None:
+    # Looked up by the SHA-256 of a high-entropy token: the index lookup leaks nothing useful,
+    # and the final comparison is constant-time anyway.
+    digest = token_hash(token)
+    runner = session.scalars(select(Runner).where(Runner.token_hash == digest)).one_or_none()
+    if runner is None or not same_secret(digest, runner.token_hash or ""):
+        return None
+    if runner.revoked_at is not None:
+        raise ApiError(401, f"the token of runner {runner.name!r} was revoked")
+    return runner
+
+
+def require_admin(settings: SettingsDep, credentials: CredentialsDep) -> Caller:
+    token = _bearer_token(credentials)
     if not settings.admin_token:
         raise ApiError(401, "this server has no admin token; set KERNELWATCH_ADMIN_TOKEN")
-    # Constant-time: the comparison must not leak how much of a guessed token was right.
-    if not hmac.compare_digest(credentials.credentials.encode(), settings.admin_token.encode()):
+    if not _is_admin(settings, token):
         raise ApiError(401, "the bearer token is not valid")
+    return Caller(admin=True)
 
 
-AdminDep = Annotated[None, Depends(require_admin)]
+def require_runner(session: SessionDep, credentials: CredentialsDep) -> Runner:
+    runner = _runner_for(session, _bearer_token(credentials))
+    if runner is None:
+        raise ApiError(
+            401, "not a valid runner token; create one with `kernelwatch runner-token create NAME`"
+        )
+    return runner
+
+
+def require_admin_or_runner(
+    settings: SettingsDep, session: SessionDep, credentials: CredentialsDep
+) -> Caller:
+    token = _bearer_token(credentials)
+    if _is_admin(settings, token):
+        return Caller(admin=True)
+    runner = _runner_for(session, token)
+    if runner is None:
+        raise ApiError(401, "the bearer token is neither the admin token nor a runner token")
+    return Caller(admin=False, runner_id=runner.id)
+
+
+AdminDep = Annotated[Caller, Depends(require_admin)]
+RunnerDep = Annotated[Runner, Depends(require_runner)]
+CallerDep = Annotated[Caller, Depends(require_admin_or_runner)]

@@ -10,3 +10,5 @@ def configure_logging(level: str = "INFO") -> None:
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # Alembic announces each of its plugins at INFO; only the migrations it runs matter.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)

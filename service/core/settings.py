@@ -20,7 +20,16 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, description="Bearer token for admin routes")
     webhook_secret: str | None = None
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
-    max_samples_per_result: int = Field(default=100_000, gt=0)
+    webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
+    queue_every_commit: bool = Field(
+        default=False, description="queue every commit of a push, not only its head"
+    )
+    cancel_superseded: bool = Field(
+        default=True, description="a newer push cancels the branch's still-queued jobs"
+    )
+    lease_seconds: int = Field(default=600, gt=0, description="how long a claim lasts unextended")
+    max_attempts: int = Field(default=3, gt=0, description="claims of a job before it fails")
+    reaper_interval_seconds: float = Field(default=30.0, ge=0, description="0 disables it")
     log_level: str = "INFO"
 
     @field_validator("database_url")

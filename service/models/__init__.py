@@ -1,6 +1,7 @@
 """The ORM models; importing this package registers every table on Base.metadata."""
 
 from service.models.base import Base
+from service.models.job import Job, WebhookDelivery
 from service.models.profile import NcuFinding, NcuMetric, TimelineEntry
 from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
@@ -12,6 +13,7 @@ __all__ = [
     "BuildResource",
     "Commit",
     "CorrectnessOutcome",
+    "Job",
     "NcuFinding",
     "NcuMetric",
     "Repository",
@@ -21,4 +23,5 @@ __all__ = [
     "Runner",
     "Series",
     "TimelineEntry",
+    "WebhookDelivery",
 ]

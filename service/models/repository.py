@@ -17,6 +17,8 @@ class Repository(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     clone_url: Mapped[str | None] = mapped_column(String(1000))
+    # One job per label set per pushed commit; [{}] means one job that any runner may take.
+    runner_label_sets: Mapped[list[Any]] = mapped_column(default=lambda: [{}])
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

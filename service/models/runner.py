@@ -18,5 +18,10 @@ class Runner(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     host: Mapped[str] = mapped_column(String(300), default="")
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    environment: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # SHA-256 of the bearer token: the token itself is shown once at creation and never stored.
+    token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    revoked_at: Mapped[datetime | None]
+    current_job_id: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime | None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,15 +82,27 @@ def _check_runner_summary(where: str, timing: TimingIn, summary: Any, factor: fl
             )
 
 
-def ingest(factory: sessionmaker[Session], doc: RunDocument, raw: Any) -> IngestOutcome:
-    """Store `doc`; a second post of the same run id stores nothing and says so."""
+def ingest(
+    factory: sessionmaker[Session],
+    doc: RunDocument,
+    raw: Any,
+    within: Callable[[Session], Callable[[Session], None]] | None = None,
+) -> IngestOutcome:
+    """Store `doc`; a second post of the same run id stores nothing and says so.
+
+    `within`, if given, runs first inside the storing transaction (to check a job's lease) and
+    returns what to run after the rows are written (to close the job): all or nothing.
+    """
     digest = document_digest(raw)
     existing = _existing(factory, doc.run_id, digest)
     if existing is not None:
         return existing
     try:
         with factory() as session, session.begin():
+            after = within(session) if within else None
             count = _store(session, doc, digest)
+            if after:
+                after(session)
     except IntegrityError:
         # Another request stored the same run id between our check and our insert.
         existing = _existing(factory, doc.run_id, digest)

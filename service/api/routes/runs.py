@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from service.api.body import read_json_body
-from service.api.deps import AdminDep, SessionDep, SessionFactoryDep, SettingsDep
+from service.api.deps import Caller, CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
-from service.models import Commit, Repository, Result, Run
+from service.models import Commit, Repository, Result, Run, Runner
 from service.schemas.document import RunDocument, find_non_finite
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
+from service.store.jobs import current_attempt, finish
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -35,9 +40,9 @@ _DOCUMENT_BODY = {
     responses={200: {"model": RunStored, "description": "Already stored; nothing changed"}},
 )
 async def post_run(
-    request: Request, _admin: AdminDep, settings: SettingsDep, factory: SessionFactoryDep
+    request: Request, caller: CallerDep, settings: SettingsDep, factory: SessionFactoryDep
 ) -> JSONResponse:
-    """Store a runner's result document (idempotent per run id)."""
+    """Store a result document (idempotent per run id); a runner needs the job's lease."""
     raw = await read_json_body(request, settings.max_body_bytes)
     bad = find_non_finite(raw)
     if bad:
@@ -47,7 +52,8 @@ async def post_run(
     except ValidationError as exc:
         return validation_response(list(exc.errors()), "document")
     try:
-        outcome = ingest(factory, doc, raw)
+        within = None if caller.admin else _lease_check(doc, caller)
+        outcome = await run_in_threadpool(ingest, factory, doc, raw, within)
     except DocumentConflict as exc:
         raise ApiError(409, str(exc)) from exc
     except SummaryMismatch as exc:
@@ -63,6 +69,32 @@ async def post_run(
         ),
     )
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())
+
+
+def _lease_check(
+    doc: RunDocument, caller: Caller
+) -> Callable[[Session], Callable[[Session], None]]:
+    """A runner's results count only under the job's current attempt token."""
+
+    def within(session: Session) -> Callable[[Session], None]:
+        if doc.job_id is None or not doc.lease_token:
+            raise ApiError(409, "a runner's document needs job_id and lease_token of its claim")
+        runner = session.get(Runner, caller.runner_id)
+        assert runner is not None
+        if doc.runner is not None and doc.runner.name != runner.name:
+            raise ApiError(
+                409,
+                f"the document names runner {doc.runner.name!r}, "
+                f"but the token belongs to {runner.name!r}",
+            )
+        job = current_attempt(session, doc.job_id, doc.lease_token, runner)
+        if job.commit_sha != doc.commit.sha:
+            raise ApiError(
+                409, f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}"
+            )
+        return lambda s: finish(s, job, succeeded=True)
+
+    return within
 
 
 @router.get("/{run_id}", response_model=RunPublic)

@@ -1,0 +1,42 @@
+"""GPU runners: registration, heartbeats and the list of them."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from sqlalchemy import select
+
+from service.api.deps import RunnerDep, SessionDep
+from service.models import Runner
+from service.models.base import utcnow
+from service.schemas.jobs import RunnerPublic, RunnerRegister
+
+router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
+
+
+@router.post("/register", response_model=RunnerPublic)
+def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> RunnerPublic:
+    """Record the runner's host, environment and extra labels (runner)."""
+    runner.host = body.host
+    runner.environment = body.environment
+    # Labels given at token creation stay; the runner may add what it detects.
+    runner.labels = {**body.labels, **runner.labels}
+    runner.last_seen_at = utcnow()
+    public = RunnerPublic.of(runner)
+    session.commit()
+    return public
+
+
+@router.post("/heartbeat", response_model=RunnerPublic)
+def heartbeat(runner: RunnerDep, session: SessionDep) -> RunnerPublic:
+    """Say the runner is alive (runner)."""
+    runner.last_seen_at = utcnow()
+    public = RunnerPublic.of(runner)
+    session.commit()
+    return public
+
+
+@router.get("", response_model=list[RunnerPublic])
+def list_runners(session: SessionDep) -> list[RunnerPublic]:
+    """Every runner: last seen, labels, current job."""
+    runners = session.scalars(select(Runner).order_by(Runner.name))
+    return [RunnerPublic.of(r) for r in runners]

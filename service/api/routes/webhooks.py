@@ -1,0 +1,78 @@
+"""GitHub's push webhook."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+from fastapi import APIRouter, Header, Request
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from service.api.body import read_body
+from service.api.deps import SessionFactoryDep, SettingsDep
+from service.api.errors import validation_response
+from service.core.errors import ApiError
+from service.store.webhooks import record, seen_delivery
+
+router = APIRouter(tags=["webhooks"])
+
+
+def _verify_signature(secret: str, body: bytes, header: str | None) -> None:
+    if not header:
+        raise ApiError(401, "missing X-Hub-Signature-256: set the webhook's secret on GitHub")
+    algorithm, _, signature = header.partition("=")
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    # compare_digest: constant time, so the response time says nothing about the signature.
+    if algorithm != "sha256" or not hmac.compare_digest(signature.encode(), expected.encode()):
+        raise ApiError(
+            401,
+            "X-Hub-Signature-256 does not match the body: "
+            "is KERNELWATCH_WEBHOOK_SECRET the secret set on GitHub?",
+        )
+
+
+@router.post("/webhooks/github", status_code=202)
+async def github_webhook(
+    request: Request,
+    settings: SettingsDep,
+    factory: SessionFactoryDep,
+    x_github_event: str | None = Header(None),
+    x_github_delivery: str | None = Header(None, max_length=100),
+    x_hub_signature_256: str | None = Header(None),
+) -> JSONResponse:
+    """Receive ping and push events; a push queues jobs for its head commit."""
+    if not settings.webhook_secret:
+        raise ApiError(
+            503,
+            "webhooks are off: set KERNELWATCH_WEBHOOK_SECRET to the secret "
+            "configured on GitHub and restart the service",
+        )
+    body = await read_body(request, settings.webhook_max_bytes)
+    _verify_signature(settings.webhook_secret, body, x_hub_signature_256)
+    if not x_github_event:
+        raise ApiError(400, "missing X-GitHub-Event header")
+    if not x_github_delivery:
+        raise ApiError(400, "missing X-GitHub-Delivery header")
+    previous = await run_in_threadpool(seen_delivery, factory, x_github_delivery)
+    if previous is None:
+        try:
+            payload = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ApiError(400, f"the signed body is not JSON: {exc}") from exc
+        try:
+            previous = await run_in_threadpool(
+                record, factory, settings, x_github_delivery, x_github_event, payload
+            )
+        except ValidationError as exc:
+            return validation_response(list(exc.errors()), f"{x_github_event} payload")
+    return JSONResponse(
+        status_code=previous.status,
+        content={
+            "detail": previous.detail,
+            "job_ids": previous.job_ids,
+            "redelivery": previous.redelivery,
+        },
+    )

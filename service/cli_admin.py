@@ -1,0 +1,159 @@
+"""`kernelwatch` subcommands that change the database directly: tokens, jobs, repositories."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.core.db import engine_for, session_factory
+from service.core.settings import Settings
+from service.core.tokens import new_token, token_hash
+from service.models import Repository, Runner
+from service.models.base import utcnow
+from service.store import jobs as queue
+from service.store.upsert import get_or_create
+
+_LABEL = re.compile(r"^[\w.-]{1,100}=[^,]{0,200}$")
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed without a traceback."""
+
+
+def parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if not _LABEL.match(item):
+            raise CliError(f"label {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        labels[key] = value
+    return labels
+
+
+@contextmanager
+def _session(settings: Settings) -> Iterator[Session]:
+    engine = engine_for(settings)
+    try:
+        with session_factory(engine)() as session, session.begin():
+            yield session
+    finally:
+        engine.dispose()
+
+
+def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
+    labels = parse_labels(args.labels or "")
+    token = new_token("kwr")
+    with _session(settings) as session:
+        runner = session.scalars(select(Runner).where(Runner.name == args.name)).one_or_none()
+        if runner is None:
+            runner = Runner(name=args.name, labels=labels, created_at=utcnow())
+            session.add(runner)
+        elif runner.token_hash and runner.revoked_at is None and not args.rotate:
+            raise CliError(
+                f"runner {args.name!r} already has a token; revoke it first or pass --rotate"
+            )
+        else:
+            runner.labels = labels or runner.labels
+        runner.token_hash = token_hash(token)
+        runner.revoked_at = None
+    print(token)
+    print(
+        f"runner {args.name!r} (labels: {labels or 'none'}): this token is shown once; "
+        "give it to `kernelwatch-runner agent --token`",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    with _session(settings) as session:
+        runner = session.scalars(select(Runner).where(Runner.name == args.name)).one_or_none()
+        if runner is None or runner.token_hash is None:
+            raise CliError(f"no runner named {args.name!r} has a token")
+        runner.revoked_at = utcnow()
+    print(f"revoked the token of runner {args.name!r}")
+    return 0
+
+
+def enqueue(args: argparse.Namespace, settings: Settings) -> int:
+    if not re.fullmatch(r"[0-9a-fA-F]{40}", args.sha):
+        raise CliError("--sha must be a full 40-digit commit sha")
+    with _session(settings) as session:
+        repo = session.scalars(select(Repository).where(Repository.name == args.repo)).one_or_none()
+        if repo is None and not args.clone_url:
+            raise CliError(f"no repository {args.repo!r}; pass --clone-url to register it")
+        if repo is None:
+            repo = get_or_create(
+                session,
+                Repository,
+                {"name": args.repo},
+                clone_url=args.clone_url,
+                runner_label_sets=[{}],
+                created_at=utcnow(),
+            )
+        label_sets = [parse_labels(args.labels)] if args.labels else repo.runner_label_sets
+        jobs = queue.enqueue(
+            session,
+            repository_id=repo.id,
+            sha=args.sha.lower(),
+            branch=args.branch,
+            label_sets=label_sets,
+            max_attempts=settings.max_attempts,
+            summary="queued by hand",
+        )
+        ids = [j.id for j in jobs]
+    print(f"queued job(s) {', '.join(map(str, ids))} for {args.repo}@{args.branch} {args.sha[:12]}")
+    return 0
+
+
+def repo_runner_labels(args: argparse.Namespace, settings: Settings) -> int:
+    label_sets = [parse_labels(text) for text in args.label_sets] or [{}]
+    with _session(settings) as session:
+        repo = get_or_create(
+            session,
+            Repository,
+            {"name": args.name},
+            clone_url=args.clone_url,
+            runner_label_sets=[{}],
+            created_at=utcnow(),
+        )
+        repo.runner_label_sets = label_sets
+    print(f"{args.name}: each pushed commit queues {len(label_sets)} job(s): {label_sets}")
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    tokens = sub.add_parser("runner-token", help="create or revoke a runner's token")
+    tok = tokens.add_subparsers(dest="token_command", required=True)
+    create = tok.add_parser("create", help="print a new token for runner NAME (shown once)")
+    create.add_argument("name")
+    create.add_argument("--labels", default="", help="e.g. gpu=h100,arch=sm_90")
+    create.add_argument("--rotate", action="store_true", help="replace an existing token")
+    create.set_defaults(func=runner_token_create)
+    revoke = tok.add_parser("revoke", help="refuse runner NAME's token from now on")
+    revoke.add_argument("name")
+    revoke.set_defaults(func=runner_token_revoke)
+
+    enq = sub.add_parser("enqueue", help="queue a run of one commit")
+    enq.add_argument("--repo", required=True, help="owner/name")
+    enq.add_argument("--sha", required=True)
+    enq.add_argument("--branch", default="main")
+    enq.add_argument("--labels", default="", help="required runner labels, k=v,k=v")
+    enq.add_argument("--clone-url", help="registers the repository if it is new")
+    enq.set_defaults(func=enqueue)
+
+    repo = sub.add_parser("repo", help="repository settings")
+    repo_sub = repo.add_subparsers(dest="repo_command", required=True)
+    labels = repo_sub.add_parser(
+        "runner-labels", help="label sets: one job per set per pushed commit (none: any runner)"
+    )
+    labels.add_argument("name")
+    labels.add_argument("label_sets", nargs="*", metavar="k=v,k=v")
+    labels.add_argument("--clone-url")
+    labels.set_defaults(func=repo_runner_labels)

@@ -1,0 +1,120 @@
+"""Bodies and answers of the queue, runner and webhook routes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from service.models import Job, Runner
+
+LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$")]
+LabelValue = Annotated[str, StringConstraints(max_length=200)]
+Labels = dict[LabelName, LabelValue]
+
+
+class JobCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
+    sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", to_lower=True)]
+    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
+    clone_url: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    labels: Labels | None = Field(
+        default=None, description="required runner labels; default: the repository's label sets"
+    )
+
+
+class JobPublic(BaseModel):
+    id: int
+    repository: str
+    commit: str
+    branch: str
+    kind: str
+    state: str
+    required_labels: dict[str, Any]
+    attempt: int
+    max_attempts: int
+    runner: str | None
+    lease_expires_at: datetime | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    summary: str
+    failure: str
+
+    @classmethod
+    def of(cls, job: Job, repository: str, runner: str | None) -> JobPublic:
+        return cls(
+            id=job.id,
+            repository=repository,
+            commit=job.commit_sha,
+            branch=job.branch,
+            kind=job.kind,
+            state=job.state,
+            required_labels=job.required_labels,
+            attempt=job.attempt,
+            max_attempts=job.max_attempts,
+            runner=runner,
+            lease_expires_at=job.lease_expires_at,
+            created_at=job.created_at,
+            started_at=job.started_at,
+            finished_at=job.finished_at,
+            summary=job.summary,
+            failure=job.failure,
+        )
+
+
+class JobsQueued(BaseModel):
+    detail: str
+    job_ids: list[int]
+
+
+class ClaimedJob(BaseModel):
+    """What a runner needs to run the job, and the secret that proves this attempt is its own."""
+
+    job: JobPublic
+    clone_url: str | None
+    attempt_token: str
+
+
+class AttemptBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    attempt_token: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class FailureBody(AttemptBody):
+    log_tail: Annotated[str, StringConstraints(max_length=65_536)] = ""
+    retry: bool = Field(False, description="requeue if attempts remain (e.g. an infra failure)")
+
+
+class RunnerRegister(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    host: Annotated[str, StringConstraints(max_length=300)] = ""
+    labels: Labels = Field(default_factory=dict)
+    environment: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunnerPublic(BaseModel):
+    name: str
+    host: str
+    labels: dict[str, Any]
+    last_seen_at: datetime | None
+    current_job_id: int | None
+    revoked: bool
+    environment: dict[str, Any]
+
+    @classmethod
+    def of(cls, runner: Runner) -> RunnerPublic:
+        return cls(
+            name=runner.name,
+            host=runner.host,
+            labels=runner.labels,
+            last_seen_at=runner.last_seen_at,
+            current_job_id=runner.current_job_id,
+            revoked=runner.revoked_at is not None,
+            environment=runner.environment,
+        )

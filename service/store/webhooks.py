@@ -1,0 +1,142 @@
+"""Turning a verified GitHub push into queued jobs, once per delivery."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.core.settings import Settings
+from service.models import Repository, WebhookDelivery
+from service.models.base import utcnow
+from service.store import jobs as queue
+from service.store.upsert import get_or_create
+
+ZERO_SHA = "0" * 40
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class PushRepository(_Loose):
+    full_name: str = Field(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)
+    clone_url: str | None = Field(default=None, max_length=1000)
+
+
+class PushCommit(_Loose):
+    id: str = Field(pattern=r"^[0-9a-f]{40}$")
+    message: str = ""
+    distinct: bool = True
+
+
+class PushPayload(_Loose):
+    ref: str = Field(max_length=300)
+    before: str = ""
+    after: str = Field(pattern=r"^[0-9a-f]{40}$")
+    deleted: bool = False
+    repository: PushRepository
+    head_commit: PushCommit | None = None
+    commits: list[PushCommit] = Field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    status: int
+    detail: str
+    job_ids: list[int] = field(default_factory=list)
+    redelivery: bool = False
+
+
+def seen_delivery(factory: sessionmaker[Session], delivery_id: str) -> Outcome | None:
+    with factory() as session:
+        seen = session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id)
+        ).one_or_none()
+    if seen is None:
+        return None
+    return Outcome(
+        200,
+        f"delivery {delivery_id} was handled already: {seen.detail}",
+        list(seen.job_ids),
+        redelivery=True,
+    )
+
+
+def record(
+    factory: sessionmaker[Session], settings: Settings, delivery_id: str, event: str, payload: Any
+) -> Outcome:
+    """Handle one delivery and remember it in the same transaction as the jobs it queued."""
+    try:
+        with factory() as session, session.begin():
+            outcome = _handle(session, settings, event, payload, delivery_id)
+            session.add(
+                WebhookDelivery(
+                    delivery_id=delivery_id,
+                    event=event,
+                    status_code=outcome.status,
+                    detail=outcome.detail,
+                    job_ids=outcome.job_ids,
+                    received_at=utcnow(),
+                )
+            )
+    except IntegrityError:
+        # The same delivery arrived twice at once; the other request queued the jobs.
+        again = seen_delivery(factory, delivery_id)
+        if again is None:
+            raise
+        return again
+    return outcome
+
+
+def _handle(
+    session: Session, settings: Settings, event: str, payload: Any, delivery_id: str
+) -> Outcome:
+    if event == "ping":
+        return Outcome(200, "pong: the webhook is set up")
+    if event != "push":
+        return Outcome(202, f"event {event!r} ignored: kernelwatch acts on push events only")
+    push = PushPayload.model_validate(payload)
+    if not push.ref.startswith("refs/heads/"):
+        return Outcome(200, f"{push.ref} is not a branch (a tag push?): nothing queued")
+    branch = push.ref.removeprefix("refs/heads/")
+    if push.deleted or push.after == ZERO_SHA:
+        return Outcome(200, f"branch {branch} was deleted: nothing queued")
+    repo = get_or_create(
+        session,
+        Repository,
+        {"name": push.repository.full_name},
+        clone_url=push.repository.clone_url,
+        runner_label_sets=[{}],
+        created_at=utcnow(),
+    )
+    if settings.queue_every_commit and push.commits:
+        commits = [c for c in push.commits if c.distinct] or push.commits[-1:]
+    else:
+        commits = [push.head_commit or PushCommit(id=push.after)]
+    job_ids: list[int] = []
+    for commit in commits:
+        jobs = queue.enqueue(
+            session,
+            repository_id=repo.id,
+            sha=commit.id,
+            branch=branch,
+            label_sets=repo.runner_label_sets,
+            max_attempts=settings.max_attempts,
+            delivery_id=delivery_id,
+            summary=commit.message.split("\n", 1)[0],
+        )
+        job_ids.extend(j.id for j in jobs)
+    cancelled = 0
+    if settings.cancel_superseded:
+        cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=job_ids)
+    note = f"; cancelled {cancelled} older queued job(s)" if cancelled else ""
+    return Outcome(
+        202,
+        f"queued {len(job_ids)} job(s) for {repo.name}@{branch} {push.after[:12]}{note}",
+        job_ids,
+    )
