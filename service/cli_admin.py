@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.core.db import engine_for, session_factory
+from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.core.tokens import new_token, token_hash
 from service.models import Repository, Runner
@@ -39,6 +40,8 @@ def parse_labels(text: str) -> dict[str, str]:
 @contextmanager
 def _session(settings: Settings) -> Iterator[Session]:
     engine = engine_for(settings)
+    if settings.is_sqlite:
+        upgrade(engine)  # the embedded database migrates itself, as the service does on start
     try:
         with session_factory(engine)() as session, session.begin():
             yield session

@@ -80,3 +80,42 @@ def test_unknown_subcommand_exits_non_zero(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "invalid choice" in done.stderr
+
+
+def test_runner_token_create_and_revoke(tmp_path: Path) -> None:
+    from service.api.app import create_app
+    from service.core.settings import Settings
+    from tests.live_server import LiveServer
+
+    env = _env(tmp_path)
+
+    def kernelwatch(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [BIN / "kernelwatch", *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    created = kernelwatch("runner-token", "create", "h100-a", "--labels", "gpu=h100")
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    assert token.startswith("kwr_")
+    assert "shown once" in created.stderr
+    assert kernelwatch("runner-token", "create", "h100-a").returncode == 1
+    assert "bad" in kernelwatch("runner-token", "create", "x", "--labels", "bad").stderr
+    queued = kernelwatch(
+        "enqueue",
+        "--repo",
+        "acme/k",
+        "--sha",
+        "a" * 40,
+        "--clone-url",
+        "https://example.com/acme/k.git",
+    )
+    assert queued.returncode == 0, queued.stderr
+    settings = Settings(data_dir=tmp_path / "data")
+    with LiveServer(create_app(settings)) as live, live.client(token) as client:
+        claimed = client.post("/api/v1/jobs/claim")
+        assert claimed.status_code == 200
+        assert claimed.json()["job"]["commit"] == "a" * 40
+        assert kernelwatch("runner-token", "revoke", "h100-a").returncode == 0
+        assert client.post("/api/v1/runners/heartbeat").status_code == 401
+    assert kernelwatch("runner-token", "revoke", "nobody").returncode == 1
