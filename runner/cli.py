@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description="kernelwatch GPU runner: build, check, time and profile kernels."
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run(subparsers)
+    _add_list(subparsers)
     _add_parse_ncu(subparsers)
     return parser
 
@@ -37,6 +40,104 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(command: str, message: str) -> int:
     print(f"{PROG} {command}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _add_run(subparsers: argparse._SubParsersAction) -> None:
+    sub = subparsers.add_parser(
+        "run",
+        help="build, check, time and profile one commit (no service needed)",
+        description="Run the suite declared in kernelwatch.toml at one commit and write the "
+        "result document (JSON) to --out, or to stdout; progress and a summary table go to "
+        "stderr.",
+    )
+    sub.add_argument("--repo", required=True, help="a local repository path or a clone URL")
+    sub.add_argument("--commit", required=True, help="a sha, branch or tag")
+    sub.add_argument("--branch", help="the branch to file the results under (default: guessed)")
+    sub.add_argument("--repository-name", help="owner/name in the service (default: from --repo)")
+    sub.add_argument("--out", type=Path, help="where to write the result document")
+    sub.add_argument("--only", help="regular expression over workload ids")
+    sub.add_argument("--cache", type=Path, help="clones and worktrees (~/.cache/kernelwatch)")
+    sub.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from runner.checkout import CheckoutError
+    from runner.console import RichProgress, summary_table
+    from runner.pipeline import DEFAULT_CACHE, RunRequest, execute
+    from runner.suite import SuiteError
+
+    if args.only:
+        try:
+            re.compile(args.only)
+        except re.error as exc:
+            return _fail("run", f"--only is not a regular expression: {exc}")
+    source = (
+        args.repo
+        if "://" in args.repo or args.repo.startswith("git@")
+        else str(Path(args.repo).resolve())
+    )
+    request = RunRequest(
+        source=source,
+        rev=args.commit,
+        branch=args.branch,
+        repository=args.repository_name,
+        only=args.only,
+        cache_dir=args.cache or DEFAULT_CACHE,
+    )
+    console = Console(stderr=True)
+    try:
+        with RichProgress(console) as progress:
+            document = execute(request, progress)
+    except (CheckoutError, SuiteError) as exc:
+        return _fail("run", str(exc))
+    text = json.dumps(document, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    console.print(summary_table(document))
+    return 0 if document["status"] == "succeeded" else 1
+
+
+def _add_list(subparsers: argparse._SubParsersAction) -> None:
+    sub = subparsers.add_parser("list", help="list the workloads of a suite's working tree")
+    sub.add_argument("--repo", type=Path, default=Path("."), help="default: the current folder")
+    sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub.set_defaults(handler=_list)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from runner.measure import run_phase
+    from runner.suite import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.repo.resolve())
+        listing = run_phase(suite, "list", []).listing
+    except (SuiteError, RuntimeError) as exc:
+        return _fail("list", str(exc))
+    if args.json:
+        print(json.dumps(listing, indent=2))
+        return 0
+    table = Table(title=f"suite {suite.name} ({len(listing)} workloads)")
+    for column in ("id", "default", "tags", "kernels", "GFLOP"):
+        table.add_column(column)
+    for w in listing:
+        gflop = f"{w['flops'] / 1e9:.3g}" if w.get("flops") else ""
+        table.add_row(
+            escape(w["id"]),
+            "yes" if suite.selects(w, None) else "",
+            escape(",".join(w["tags"])),
+            escape(",".join(w["kernels"])),
+            gflop,
+        )
+    Console().print(table)
+    return 0
 
 
 def _add_parse_ncu(subparsers: argparse._SubParsersAction) -> None:

@@ -1,0 +1,122 @@
+"""A cached clone per repository and a git worktree per job at the exact commit."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class CheckoutError(RuntimeError):
+    """git could not give us the commit; the message carries git's own words."""
+
+
+def _git(*args: str, cwd: Path | None = None, timeout: float = 600) -> str:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError as exc:
+        raise CheckoutError("git is not installed on this runner") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CheckoutError(f"git {' '.join(args[:2])} timed out after {timeout:.0f} s") from exc
+    if done.returncode != 0:
+        raise CheckoutError(f"git {' '.join(args)} failed: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    parents: list[str]
+    author_name: str
+    author_email: str
+    message: str
+    committed_at: datetime
+
+    def to_document(self) -> dict:
+        return {
+            "sha": self.sha,
+            "parents": self.parents,
+            "author_name": self.author_name,
+            "author_email": self.author_email,
+            "message": self.message,
+            "committed_at": self.committed_at.isoformat(),
+        }
+
+
+def commit_info(repo: Path, rev: str) -> CommitInfo:
+    # NUL-separated so that any message text survives.
+    out = _git("show", "-s", "--format=%H%x00%P%x00%an%x00%ae%x00%cI%x00%B", rev, cwd=repo)
+    sha, parents, name, email, when, message = out.split("\x00", 5)
+    return CommitInfo(
+        sha=sha,
+        parents=parents.split(),
+        author_name=name,
+        author_email=email,
+        message=message.rstrip("\n"),
+        committed_at=datetime.fromisoformat(when).astimezone(UTC),
+    )
+
+
+class Checkouts:
+    """Clones under `cache_dir/repos`, worktrees under `cache_dir/worktrees`."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.cache_dir = cache_dir
+        (cache_dir / "repos").mkdir(parents=True, exist_ok=True)
+        (cache_dir / "worktrees").mkdir(parents=True, exist_ok=True)
+
+    def clone_for(self, source: str) -> Path:
+        """The cached bare clone of `source` (a URL or a path), fetched up to date."""
+        key = hashlib.sha256(source.encode()).hexdigest()[:16]
+        name = re.sub(r"[^\w.-]+", "_", source.rstrip("/").rsplit("/", 1)[-1])[:40]
+        clone = self.cache_dir / "repos" / f"{name}-{key}.git"
+        if not (clone / "HEAD").exists():
+            shutil.rmtree(clone, ignore_errors=True)
+            _git("clone", "--bare", "--quiet", source, str(clone))
+        _git(
+            "fetch",
+            "--quiet",
+            "--force",
+            "--prune",
+            source,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+            cwd=clone,
+        )
+        return clone
+
+    def resolve(self, clone: Path, rev: str) -> str:
+        try:
+            return _git("rev-parse", "--verify", f"{rev}^{{commit}}", cwd=clone).strip()
+        except CheckoutError:
+            if _SHA.match(rev):
+                # A commit no branch points at yet (a force-push, a PR head): ask for it by sha.
+                _git("fetch", "--quiet", "origin", rev, cwd=clone)
+                return _git("rev-parse", "--verify", f"{rev}^{{commit}}", cwd=clone).strip()
+            raise
+
+    def worktree(self, source: str, rev: str, job: str) -> tuple[Path, CommitInfo]:
+        """A fresh detached worktree of `rev`; `remove` it when the job is done."""
+        clone = self.clone_for(source)
+        sha = self.resolve(clone, rev)
+        path = self.cache_dir / "worktrees" / re.sub(r"[^\w.-]+", "_", job)
+        if path.exists():
+            self.remove(clone, path)
+        _git("worktree", "prune", cwd=clone)
+        _git("worktree", "add", "--detach", "--force", str(path), sha, cwd=clone)
+        return path, commit_info(path, sha)
+
+    def remove(self, clone: Path, path: Path) -> None:
+        try:
+            _git("worktree", "remove", "--force", str(path), cwd=clone)
+        except CheckoutError:
+            shutil.rmtree(path, ignore_errors=True)
+            _git("worktree", "prune", cwd=clone)

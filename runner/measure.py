@@ -1,0 +1,187 @@
+"""Run suite workloads in child processes: a hang is killed at its timeout, a crash is reported,
+and the remaining workloads go on in a fresh process."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from runner.suite import Suite
+
+
+@dataclass
+class Outcome:
+    """What happened to one workload in one phase."""
+
+    status: str  # ok | error | timeout | crashed
+    result: dict[str, Any] | None = None
+    error: str = ""
+
+
+@dataclass
+class Phase:
+    mode: str  # list | check | time
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    listing: list[dict[str, Any]] = field(default_factory=list)
+    device: dict[str, Any] = field(default_factory=dict)
+    stderr_tail: str = ""
+
+
+def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any]:
+    return {
+        "root": str(suite.root),
+        "workloads": suite.workloads,
+        "check": suite.check,
+        "device": suite.device,
+        "mode": mode,
+        "ids": ids,
+        "seed": seed,
+        "timing": asdict(suite.timing),
+    }
+
+
+def run_phase(
+    suite: Suite,
+    mode: str,
+    ids: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    seed: int = 0,
+    on_done: Callable[[str, Outcome], None] | None = None,
+) -> Phase:
+    """Run `mode` over `ids`, restarting the worker after each crash or timeout."""
+    phase = Phase(mode)
+    remaining = list(ids)
+    while True:
+        run_ids = remaining if mode != "list" else []
+        done_before = len(phase.outcomes)
+        tail = _one_worker(suite, mode, run_ids, env, seed, phase, on_done)
+        phase.stderr_tail = tail
+        if mode == "list":
+            if not phase.listing:
+                raise RuntimeError(f"the suite's workloads module could not be listed:\n{tail}")
+            return phase
+        remaining = [i for i in remaining if i not in phase.outcomes]
+        if remaining and len(phase.outcomes) == done_before:
+            # A worker that dies between workloads would otherwise be restarted forever.
+            for wid in remaining:
+                phase.outcomes[wid] = Outcome("crashed", error=f"worker died\n{tail}")
+            remaining = []
+        if not remaining:
+            return phase
+
+
+def _one_worker(
+    suite: Suite,
+    mode: str,
+    ids: list[str],
+    env: dict[str, str] | None,
+    seed: int,
+    phase: Phase,
+    on_done: Callable[[str, Outcome], None] | None,
+) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(_config(suite, mode, ids, seed), f)
+    child_env = {**os.environ, **(env or {})}
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(suite.root), child_env.get("PYTHONPATH", "")) if p
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.worker", f.name],
+        cwd=suite.root,
+        env=child_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, "out")
+    selector.register(proc.stderr, selectors.EVENT_READ, "err")
+    buffer, stderr = b"", bytearray()
+    current: str | None = None
+    started = time.monotonic()
+    limit = suite.timing.timeout_seconds
+    open_streams = 2
+    try:
+        while open_streams:
+            if time.monotonic() - started > limit:
+                proc.kill()
+                what = current or "the suite's import"
+                if current:
+                    phase.outcomes[current] = Outcome(
+                        "timeout", error=f"killed after {limit:g} s\n{_tail(stderr)}"
+                    )
+                    _notify(on_done, current, phase.outcomes[current])
+                else:
+                    phase.stderr_tail = f"{what} hung for {limit:g} s"
+                    for wid in ids:
+                        phase.outcomes.setdefault(wid, Outcome("timeout", error=_tail(stderr)))
+                break
+            for key, _ in selector.select(timeout=0.2):
+                chunk = os.read(key.fileobj.fileno(), 65536)  # type: ignore[union-attr]
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    open_streams -= 1
+                    continue
+                if key.data == "err":
+                    stderr.extend(chunk)
+                    del stderr[:-65536]
+                    continue
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    current, started = _handle(json.loads(line), phase, current, started, on_done)
+    finally:
+        selector.close()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+        os.unlink(f.name)
+    if current is not None and current not in phase.outcomes:
+        code = proc.returncode
+        how = f"signal {-code}" if code < 0 else f"exit code {code}"
+        phase.outcomes[current] = Outcome("crashed", error=f"worker died ({how})\n{_tail(stderr)}")
+        _notify(on_done, current, phase.outcomes[current])
+    return _tail(stderr)
+
+
+def _handle(
+    message: dict[str, Any],
+    phase: Phase,
+    current: str | None,
+    started: float,
+    on_done: Callable[[str, Outcome], None] | None,
+) -> tuple[str | None, float]:
+    event = message["event"]
+    if event == "list":
+        phase.listing = message["workloads"]
+        phase.device = message.get("device", {})
+    elif event == "start":
+        return message["id"], time.monotonic()
+    elif event in ("result", "error"):
+        outcome = (
+            Outcome("ok", result=message["result"])
+            if event == "result"
+            else Outcome("error", error=message["error"])
+        )
+        phase.outcomes[message["id"]] = outcome
+        _notify(on_done, message["id"], outcome)
+        return None, time.monotonic()
+    return current, started
+
+
+def _notify(on_done: Callable[[str, Outcome], None] | None, wid: str, outcome: Outcome) -> None:
+    if on_done is not None:
+        on_done(wid, outcome)
+
+
+def _tail(data: bytes | bytearray, limit: int = 4000) -> str:
+    return bytes(data[-limit:]).decode("utf-8", "replace")

@@ -1,0 +1,170 @@
+"""One run: checkout → build → correctness → timing (N processes) → profiles → document."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner import environment, report
+from runner.build import run_build
+from runner.checkout import Checkouts, _git
+from runner.measure import Outcome, run_phase
+from runner.suite import Suite, load_suite
+
+DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"
+
+
+class JobInterrupted(RuntimeError):
+    """The runner was asked to stop; the job goes back to the queue unfinished."""
+
+
+@dataclass
+class RunRequest:
+    source: str
+    rev: str
+    branch: str | None = None
+    repository: str | None = None
+    only: str | None = None
+    job_id: int | None = None
+    lease_token: str | None = None
+    runner: dict[str, Any] | None = None
+    cache_dir: Path = DEFAULT_CACHE
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+class Progress:
+    """What a run reports as it goes; the CLI draws it with rich, the agent logs it."""
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        pass
+
+    def advance(self, label: str, outcome: Outcome | None = None) -> None:
+        pass
+
+    def log(self, line: str) -> None:
+        pass
+
+
+def repository_name(source: str) -> str:
+    """owner/name from a clone URL, or the folder's name for a local path."""
+    cleaned = re.sub(r"\.git/?$", "", source.rstrip("/"))
+    match = re.search(r"[:/]([\w.-]+)/([\w.-]+)$", cleaned)
+    if match and ("://" in source or source.startswith("git@")):
+        return f"{match.group(1)}/{match.group(2)}"
+    return re.sub(r"[^\w.-]", "_", Path(cleaned).name) or "local"
+
+
+def _branch_of(clone: Path, sha: str) -> str:
+    out = _git("branch", "--format=%(refname:short)", "--contains", sha, cwd=clone).split()
+    for preferred in ("main", "master"):
+        if preferred in out:
+            return preferred
+    return out[0] if out else "detached"
+
+
+def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, Any]:
+    progress = progress or Progress()
+    lines: list[str] = []
+
+    def log(line: str) -> None:
+        stamped = f"[{datetime.now(UTC):%H:%M:%S}] {line}"
+        lines.append(stamped)
+        progress.log(stamped)
+
+    def check_stop() -> None:
+        if request.stop.is_set():
+            raise JobInterrupted("stopped before the run finished")
+
+    started = datetime.now(UTC)
+    run_id = str(uuid.uuid4())
+    checkouts = Checkouts(request.cache_dir)
+    progress.stage("checkout")
+    worktree, commit = checkouts.worktree(request.source, request.rev, f"run-{run_id}")
+    clone = checkouts.clone_for(request.source)
+    try:
+        branch = request.branch or _branch_of(clone, commit.sha)
+        log(f"checked out {commit.sha[:12]} ({branch}) in {worktree}")
+        suite = load_suite(worktree)
+        with tempfile.TemporaryDirectory(prefix="kw-build-") as build_dir:
+            records, build, env = _measure(
+                suite, Path(build_dir), request, progress, log, check_stop
+            )
+        document = report.document(
+            run_id=run_id,
+            suite=suite.name,
+            repository={
+                "name": request.repository or repository_name(request.source),
+                "url": request.source if "://" in request.source else None,
+            },
+            branch=branch,
+            commit=commit,
+            runner=request.runner,
+            environment=env,
+            build=build,
+            records=records,
+            started_at=started,
+            job_id=request.job_id,
+            lease_token=request.lease_token,
+            log_tail="\n".join(lines),
+        )
+    finally:
+        checkouts.remove(clone, worktree)
+    return document
+
+
+def _measure(
+    suite: Suite,
+    build_dir: Path,
+    request: RunRequest,
+    progress: Progress,
+    log: Callable[[str], None],
+    check_stop: Callable[[], None],
+):
+    env = {"KERNELWATCH_BUILD_DIR": str(build_dir)}
+    progress.stage("build")
+    build = run_build(suite, build_dir, env)
+    log(f"build {build.status} in {build.seconds:.1f} s ({len(build.kernels)} kernels)")
+    check_stop()
+    listing = run_phase(suite, "list", [], env=env)
+    environment_section = environment.collect(suite.device, listing.device)
+    if build.status != "ok":
+        return [], build, environment_section
+    infos = [w for w in listing.listing if suite.selects(w, request.only)]
+    records = {w["id"]: report.WorkloadRecord(info=w) for w in infos}
+    ids = list(records)
+    log(f"{len(ids)} of {len(listing.listing)} workloads selected")
+
+    progress.stage("correctness", len(ids))
+    checked = run_phase(
+        suite, "check", ids, env=env, on_done=lambda wid, o: progress.advance(wid, o)
+    )
+    for wid, outcome in checked.outcomes.items():
+        records[wid].check = outcome
+    passing = [wid for wid in ids if records[wid].passed]
+    log(f"correctness: {len(passing)} of {len(ids)} passed")
+    for process in range(suite.timing.processes):
+        check_stop()
+        progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
+        timed = run_phase(
+            suite,
+            "time",
+            passing,
+            env=env,
+            seed=process,
+            on_done=lambda wid, o: progress.advance(wid, o),
+        )
+        for wid in passing:
+            records[wid].timings.append(timed.outcomes[wid])
+    check_stop()
+    if suite.device == "cuda" and passing:
+        from runner import profile
+
+        profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop)
+    return list(records.values()), build, environment_section

@@ -1,0 +1,132 @@
+"""The suite protocol: what a repository declares in `kernelwatch.toml` at its root.
+
+    [suite]
+    name = "kernels"                      # the suite's name in the service
+    workloads = "kernels.workloads"       # module with all_workloads() -> list of workloads
+    check = "kernels.check:check"         # optional: check(workload) -> correctness dict
+    device = "cuda"                       # "cuda" (CUDA events, ncu, timeline) or "cpu"
+    build = ["python -m kernels.build --out {build_dir}"]   # run in the checkout, in order
+    default = ["smoke", "gemm", "train"]  # default selection: tags, or regexes over ids
+    timeline = ["train"]                  # tags whose workloads get a kernel timeline
+
+    [timing]                              # all optional
+    processes = 3                         # separate processes, each timing every workload
+    min_samples = 10
+    max_samples = 2000
+    max_seconds = 5.0                     # per workload and process
+    target_rel_spread = 0.005             # stop once the samples' relative spread is below it
+    timeout_seconds = 120                 # a workload running longer is killed and reported
+
+A workload is any object with `id`, `name`, `params`, `kernels`, `tags`, `precision`,
+`tolerance`, `flops`, `bytes` and `prepare(seed) -> instance`, whose instance has `launch()`,
+`poison()`, `fetch()`, `reference()`, `reset()` and `close()`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUITE_FILE = "kernelwatch.toml"
+_PLACEHOLDERS = ("{build_dir}", "{python}", "{root}")
+
+
+class SuiteError(ValueError):
+    """kernelwatch.toml is missing or says something we cannot act on."""
+
+
+@dataclass(frozen=True)
+class Timing:
+    processes: int = 3
+    min_samples: int = 10
+    max_samples: int = 2000
+    max_seconds: float = 5.0
+    target_rel_spread: float = 0.005
+    timeout_seconds: float = 120.0
+    warmup_seconds: float = 0.2
+
+
+@dataclass(frozen=True)
+class Suite:
+    root: Path
+    name: str
+    workloads: str
+    device: str = "cuda"
+    check: str | None = None
+    build: tuple[str, ...] = ()
+    default: tuple[str, ...] = ()
+    timeline: tuple[str, ...] = ()
+    timing: Timing = field(default_factory=Timing)
+
+    def selects(self, workload: dict[str, Any], only: str | None) -> bool:
+        """Whether a workload (as listed by the worker) is in the run."""
+        if only is not None:
+            return re.search(only, workload["id"]) is not None
+        if not self.default:
+            return True
+        tags = set(workload.get("tags", ()))
+        return any(p in tags or re.search(p, workload["id"]) for p in self.default)
+
+    def wants_timeline(self, workload: dict[str, Any]) -> bool:
+        return self.device == "cuda" and bool(set(workload.get("tags", ())) & set(self.timeline))
+
+
+def _strings(table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SuiteError(f"[suite] {key} must be a string or a list of strings")
+    return tuple(value)
+
+
+def load_suite(root: Path) -> Suite:
+    path = root / SUITE_FILE
+    if not path.is_file():
+        raise SuiteError(f"{path} does not exist: declare the suite there (see the README)")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{path} is not valid TOML: {exc}") from exc
+    table = data.get("suite")
+    if not isinstance(table, dict):
+        raise SuiteError(f"{path} has no [suite] table")
+    for key in ("name", "workloads"):
+        if not isinstance(table.get(key), str) or not table[key]:
+            raise SuiteError(f"{path}: [suite] {key} is required (a string)")
+    device = table.get("device", "cuda")
+    if device not in ("cuda", "cpu"):
+        raise SuiteError(f"{path}: [suite] device must be 'cuda' or 'cpu', not {device!r}")
+    timing_table = data.get("timing", {})
+    known = set(Timing.__dataclass_fields__)
+    unknown = set(timing_table) - known
+    if unknown:
+        raise SuiteError(f"{path}: unknown [timing] keys {sorted(unknown)}; known: {sorted(known)}")
+    try:
+        timing = Timing(**{k: type(getattr(Timing, k))(v) for k, v in timing_table.items()})
+    except (TypeError, ValueError) as exc:
+        raise SuiteError(f"{path}: bad [timing] value: {exc}") from exc
+    if timing.processes < 1 or timing.min_samples < 1 or timing.max_samples < timing.min_samples:
+        raise SuiteError(f"{path}: [timing] needs processes >= 1 and max >= min samples >= 1")
+    return Suite(
+        root=root,
+        name=table["name"],
+        workloads=table["workloads"],
+        device=device,
+        check=table.get("check"),
+        build=_strings(table, "build"),
+        default=_strings(table, "default"),
+        timeline=_strings(table, "timeline"),
+        timing=timing,
+    )
+
+
+def expand(command: str, *, build_dir: Path, python: str, root: Path) -> str:
+    return (
+        command.replace("{build_dir}", str(build_dir))
+        .replace("{python}", python)
+        .replace("{root}", str(root))
+    )

@@ -1,0 +1,234 @@
+"""The child process that imports a suite and checks or times its workloads.
+
+Run as `python -m runner.worker CONFIG.json`. It speaks JSON lines on a private copy of its
+stdout (the suite's own prints go to stderr), one `start` line before each workload and one
+`result` or `error` line after it, so the parent knows which workload a hang or a crash hit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runner.sampling import collect
+from runner.suite import Timing
+from runner.timers import make_timer
+
+
+class Protocol:
+    def __init__(self) -> None:
+        # Keep the real stdout for our lines; the suite's prints land on stderr.
+        self.out = os.fdopen(os.dup(1), "w", buffering=1)
+        os.dup2(2, 1)
+
+    def send(self, **message: Any) -> None:
+        self.out.write(json.dumps(message) + "\n")
+        self.out.flush()
+
+
+def _import(ref: str) -> Any:
+    module, _, attr = ref.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, attr) if attr else loaded
+
+
+def describe(w: Any) -> dict[str, Any]:
+    return {
+        "id": w.id,
+        "name": w.name,
+        "params": dict(w.params),
+        "kernels": list(w.kernels),
+        "tags": list(w.tags),
+        "precision": w.precision,
+        "tolerance": float(w.tolerance),
+        "flops": float(w.flops) if w.flops is not None else None,
+        "bytes": float(w.bytes) if w.bytes is not None else None,
+    }
+
+
+def generic_check(w: Any, seed: int) -> dict[str, Any]:
+    """Poison, launch once, compare every output with the float64 reference (relative L2)."""
+    instance = w.prepare(seed)
+    try:
+        instance.poison()
+        instance.launch()
+        outputs, reference = instance.fetch(), instance.reference()
+    finally:
+        instance.close()
+    worst, unwritten = 0.0, 0
+    for name, expected in reference.items():
+        got = np.asarray(outputs[name], dtype=np.float64)
+        expected = np.asarray(expected, dtype=np.float64)
+        bad = int(np.count_nonzero(~np.isfinite(got)))
+        unwritten += bad
+        if bad:
+            worst = math.inf
+            continue
+        norm = float(np.linalg.norm(expected))
+        error = float(np.linalg.norm(got - expected))
+        worst = max(worst, error / norm if norm > 0 else error)
+    return {
+        "passed": math.isfinite(worst) and worst <= w.tolerance,
+        "error_norm": worst,
+        "tolerance": float(w.tolerance),
+        "norm": "rel_l2",
+        "precision": w.precision,
+        "unwritten": unwritten,
+    }
+
+
+def device_properties() -> dict[str, Any]:
+    """What the CUDA runtime says of device 0 (the worker has a context anyway)."""
+    import cupy
+
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"]
+    return {
+        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "sm_count": int(props["multiProcessorCount"]),
+        "memory_bytes": int(props["totalGlobalMem"]),
+        "compute_capability": f"{props['major']}.{props['minor']}",
+        "l2_bytes": int(props.get("l2CacheSize", 0)),
+        "cuda_runtime_version": _version(cupy.cuda.runtime.runtimeGetVersion()),
+        "cuda_driver_version": _version(cupy.cuda.runtime.driverGetVersion()),
+        "cupy_version": cupy.__version__,
+    }
+
+
+def _version(number: int) -> str:
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def normalize_check(result: dict[str, Any]) -> dict[str, Any]:
+    """JSON has no NaN or infinity: a non-finite error becomes null, which never passes."""
+    out = dict(result)
+    error = out.get("error_norm")
+    if error is None or not math.isfinite(float(error)):
+        out["error_norm"], out["passed"] = None, False
+    else:
+        out["error_norm"] = float(error)
+    out["passed"] = bool(out["passed"])
+    out["unwritten"] = int(out.get("unwritten", 0))
+    return {
+        k: out[k]
+        for k in ("passed", "error_norm", "tolerance", "norm", "precision", "unwritten")
+        if k in out
+    }
+
+
+def time_workload(w: Any, timer: Any, timing: Timing, seed: int, clock_mhz: Any) -> dict:
+    instance = w.prepare(seed)
+    try:
+        reset = getattr(instance, "reset", None)
+        warm_until = time.monotonic() + timing.warmup_seconds
+        warmups = 0
+        while warmups < 2 or time.monotonic() < warm_until:
+            instance.launch()
+            timer.sync()
+            warmups += 1
+
+        def sample() -> float:
+            if reset is not None:
+                reset()
+            timer.sync()
+            return timer.time(instance.launch)
+
+        clocks_before = clock_mhz()
+        samples, reason = collect(sample, timing)
+        clocks_after = clock_mhz()
+    finally:
+        instance.close()
+    clocks = [c for c in (clocks_before, clocks_after) if c is not None]
+    return {
+        "samples": samples,
+        "stop_reason": reason,
+        "warmups": warmups,
+        "sm_clock_mhz": float(np.mean(clocks)) if clocks else None,
+        "method": timer.method,
+        "l2_flushed": timer.l2_flushed,
+    }
+
+
+def main(config_path: str) -> int:
+    config = json.loads(Path(config_path).read_text())
+    protocol = Protocol()
+    sys.path.insert(0, config["root"])
+    module = _import(config["workloads"])
+    workloads = {w.id: w for w in module.all_workloads()}
+    mode = config["mode"]
+    if mode == "list":
+        device = device_properties() if config["device"] == "cuda" else {}
+        protocol.send(
+            event="list", workloads=[describe(w) for w in workloads.values()], device=device
+        )
+        return 0
+    check = _import(config["check"]) if config.get("check") else None
+    timing = Timing(**config.get("timing", {}))
+    seed = int(config.get("seed", 0))
+    timer = make_timer(config["device"]) if mode == "time" else None
+    from runner.gpuinfo import sm_clock_mhz
+
+    clock = sm_clock_mhz if config["device"] == "cuda" else (lambda: None)
+    ranges = _nvtx(config["device"])
+    for wid in config["ids"]:
+        protocol.send(event="start", id=wid)
+        try:
+            w = workloads[wid]
+            ranges.push(wid)
+            try:
+                if mode == "check":
+                    result = normalize_check(check(w) if check else generic_check(w, seed))
+                else:
+                    result = time_workload(w, timer, timing, seed, clock)
+            finally:
+                ranges.pop()
+            protocol.send(event="result", id=wid, result=result)
+        except Exception:
+            protocol.send(event="error", id=wid, error=traceback.format_exc()[-4000:])
+    protocol.send(event="done")
+    return 0
+
+
+class _NoRanges:
+    def push(self, name: str) -> None:
+        pass
+
+    def pop(self) -> None:
+        pass
+
+
+class _NvtxRanges:
+    """NVTX ranges name each workload in Nsight timelines."""
+
+    def __init__(self) -> None:
+        from cupy.cuda import nvtx
+
+        self.nvtx = nvtx
+
+    def push(self, name: str) -> None:
+        self.nvtx.RangePush(name)
+
+    def pop(self) -> None:
+        self.nvtx.RangePop()
+
+
+def _nvtx(device: str) -> _NoRanges | _NvtxRanges:
+    if device != "cuda":
+        return _NoRanges()
+    try:
+        return _NvtxRanges()
+    except Exception:  # NVTX is a nicety; its absence must not stop a measurement
+        return _NoRanges()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

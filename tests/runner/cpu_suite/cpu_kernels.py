@@ -1,0 +1,71 @@
+"""Workloads of the CPU fixture suite. REPEAT is what a "slower commit" changes."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+REPEAT = 1
+MISBEHAVE = os.environ.get("KW_FIXTURE_MISBEHAVE", "")
+
+
+class Instance:
+    def __init__(self, workload: Workload, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        n = workload.params["n"]
+        self.kind = workload.name
+        self.a = rng.standard_normal((n, n)).astype(np.float32)
+        self.b = rng.standard_normal((n, n)).astype(np.float32)
+        self.out = np.empty((n, n), dtype=np.float32)
+
+    def launch(self) -> None:
+        if self.kind == "hang":
+            time.sleep(3600)
+        if self.kind == "crash":
+            os._exit(3)
+        # Element-wise work: single-threaded and steady, unlike a BLAS call on a busy host.
+        for _ in range(REPEAT):
+            np.multiply(self.a, self.b, out=self.out)
+            np.add(self.out, self.a, out=self.out)
+        if self.kind == "nan":
+            self.out[0, 0] = np.nan
+
+    def poison(self) -> None:
+        self.out.fill(np.nan)
+
+    def fetch(self) -> dict[str, np.ndarray]:
+        return {"out": self.out}
+
+    def reference(self) -> dict[str, np.ndarray]:
+        a, b = self.a.astype(np.float64), self.b.astype(np.float64)
+        return {"out": a * b + a}
+
+    def reset(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Workload:
+    precision = "fp32"
+    tolerance = 1e-5
+
+    def __init__(self, name: str, n: int, tags: tuple[str, ...]) -> None:
+        self.name, self.params, self.tags = name, {"n": n}, tags
+        self.id = f"{name}[n={n}]"
+        self.kernels = ("fma_cpu",)
+        self.flops = 2 * n * n
+        self.bytes = 3 * 4 * n * n
+
+    def prepare(self, seed: int = 0) -> Instance:
+        return Instance(self, seed)
+
+
+def all_workloads() -> list[Workload]:
+    workloads = [Workload("fma", 256, ("fast",)), Workload("fma", 512, ("fast",))]
+    if MISBEHAVE:
+        workloads += [Workload(kind, 8, ("bad",)) for kind in MISBEHAVE.split(",")]
+    return workloads

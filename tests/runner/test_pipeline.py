@@ -1,0 +1,75 @@
+"""The whole run on the CPU fixture suite: a really slower commit comes out slower."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runner.pipeline import RunRequest, execute, repository_name
+from service.schemas.document import RunDocument
+from tests.runner.gitrepo import commit_all, cpu_suite_repo
+
+
+def medians(document: dict) -> dict[str, float]:
+    return {f"{w['name']}{w['params']}": w["timing"]["median"] for w in document["workloads"]}
+
+
+def test_two_commits_of_the_cpu_suite(tmp_path: Path) -> None:
+    repo, first, second = cpu_suite_repo(tmp_path / "repo")
+    cache = tmp_path / "cache"
+    before = execute(RunRequest(source=str(repo), rev=first, cache_dir=cache))
+    after = execute(
+        RunRequest(
+            source=str(repo),
+            rev=second,
+            cache_dir=cache,
+            runner={"name": "cpu-1", "host": "here", "labels": {}},
+        )
+    )
+    for doc in (before, after):
+        RunDocument.model_validate(doc)  # the service's own validator accepts real output
+        assert doc["status"] == "succeeded"
+        assert doc["branch"] == "main"
+        assert doc["build"]["status"] == "ok"
+        assert "build ok" in doc["build"]["log_tail"]
+        assert len(doc["workloads"]) == 2
+        for w in doc["workloads"]:
+            assert w["correctness"]["passed"] is True
+            assert len(w["timing"]["processes"]) == 3
+    assert after["commit"]["parents"] == [first]
+    assert before["environment"]["fingerprint"] == after["environment"]["fingerprint"]
+    for key, slow in medians(after).items():
+        assert slow > 1.8 * medians(before)[key], (key, slow, medians(before)[key])
+    assert not list((cache / "worktrees").iterdir())
+
+
+def test_a_failed_build_is_a_result_not_a_crash(tmp_path: Path) -> None:
+    repo, _, _ = cpu_suite_repo(tmp_path / "repo")
+    toml = repo / "kernelwatch.toml"
+    toml.write_text(toml.read_text().replace("print('build ok'", "sys.exit('nvcc: boom'); print("))
+    broken = commit_all(repo, "break the build")
+    doc = execute(RunRequest(source=str(repo), rev=broken, cache_dir=tmp_path / "cache"))
+    RunDocument.model_validate(doc)
+    assert doc["status"] == "build_failed"
+    assert doc["build"]["status"] == "failed"
+    assert "nvcc: boom" in doc["build"]["log_tail"]
+    assert doc["workloads"] == []
+
+
+def test_only_selects_workloads_by_regex(tmp_path: Path) -> None:
+    repo, first, _ = cpu_suite_repo(tmp_path / "repo")
+    doc = execute(RunRequest(source=str(repo), rev=first, only="n=256", cache_dir=tmp_path / "c"))
+    assert [w["params"] for w in doc["workloads"]] == [{"n": 256}]
+
+
+@pytest.mark.parametrize(
+    ("source", "name"),
+    [
+        ("https://github.com/acme/kernels.git", "acme/kernels"),
+        ("git@github.com:acme/kernels.git", "acme/kernels"),
+        ("/home/ada/my kernels", "my_kernels"),
+    ],
+)
+def test_repository_names(source: str, name: str) -> None:
+    assert repository_name(source) == name
