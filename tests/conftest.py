@@ -11,16 +11,17 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
 
-from service.core.db import create_db_engine
-from service.core.migrate import upgrade
-from service.core.settings import Settings
-from service.models import Base
-from tests.live_server import LiveServer
+# The service's dependencies are imported inside the fixtures: a GPU host that has only NumPy
+# and CuPy can still run `pytest -m gpu tests/kernels` with this conftest in place.
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from service.core.settings import Settings
+    from tests.live_server import LiveServer
 
 ADMIN_TOKEN = "test-admin-token"
 POSTGRES_ENV = "KERNELWATCH_TEST_POSTGRES_URL"
@@ -48,12 +49,17 @@ def _gpu_missing_reason() -> str | None:
 
 
 def _postgres_admin_url() -> str | None:
+    from service.core.settings import Settings
+
     url = os.environ.get(POSTGRES_ENV)
     return Settings(database_url=url).database_url if url else None
 
 
 @pytest.fixture(scope="session")
 def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from service.core.db import create_db_engine
+    from service.core.migrate import upgrade
+
     path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
     engine = create_db_engine(f"sqlite:///{path}")
     upgrade(engine)
@@ -64,6 +70,12 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def postgres_database() -> Iterator[str]:
     """A database of this test session's own, migrated once and dropped at the end."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from service.core.db import create_db_engine
+    from service.core.migrate import upgrade
+
     admin_url = _postgres_admin_url()
     if admin_url is None:
         pytest.skip(f"{POSTGRES_ENV} is not set")
@@ -86,6 +98,10 @@ def postgres_database() -> Iterator[str]:
 
 
 def _truncate_all(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    from service.models import Base
+
     engine = create_engine(url)
     tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
     with engine.begin() as conn:
@@ -107,11 +123,15 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def settings(db_url: str, tmp_path: Path) -> Settings:
+    from service.core.settings import Settings
+
     return Settings(database_url=db_url, data_dir=tmp_path, admin_token=ADMIN_TOKEN)
 
 
 @pytest.fixture
 def engine(settings: Settings) -> Iterator[Engine]:
+    from service.core.db import create_db_engine
+
     engine = create_db_engine(settings.effective_database_url)
     yield engine
     engine.dispose()
@@ -121,6 +141,7 @@ def engine(settings: Settings) -> Iterator[Engine]:
 def server(settings: Settings) -> Iterator[LiveServer]:
     """The real app behind a real uvicorn socket on 127.0.0.1."""
     from service.api.app import create_app
+    from tests.live_server import LiveServer
 
     with LiveServer(create_app(settings, migrate=False)) as live:
         yield live

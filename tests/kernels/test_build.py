@@ -1,0 +1,74 @@
+"""The CUDA sources compile with nvcc for sm_90 (skipped only when nvcc is absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernels import build
+
+NVCC = build.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+
+
+def test_every_source_declares_kernels():
+    srcs = build.sources()
+    assert {s.name for s in srcs} >= {"gemm.cu", "adamw.cu", "dropout.cu", "loss.cu"}
+    for s in srcs:
+        assert build.kernel_names(s), s.name
+
+
+def test_normalize_arch():
+    assert build.normalize_arch("sm_90") == "sm_90"
+    assert build.normalize_arch(90) == "sm_90"
+    assert build.normalize_arch("9.0") == "sm_90"
+    assert build.normalize_arch("compute_90a") == "sm_90a"
+    with pytest.raises(ValueError):
+        build.normalize_arch("hopper")
+
+
+def test_nvcc_command():
+    cmd = build.nvcc_command("nvcc", Path("a.cu"), Path("out/a.cubin"), "90", ("X=1",))
+    assert cmd[0] == "nvcc" and cmd[-1] == "a.cu"
+    for flag in ("-cubin", "-O3", "-Xptxas", "-v", "-arch=sm_90", "-DX=1"):
+        assert flag in cmd
+    assert cmd[cmd.index("-o") + 1] == str(Path("out/a.cubin"))
+
+
+def test_nvrtc_source_is_self_contained():
+    for s in build.sources():
+        text = build.inline_includes(s)
+        assert '#include "' not in text
+        assert "#pragma once" not in text
+    assert "philox4x32_10" in build.inline_includes(build.CUDA_DIR / "gemm.cu")
+
+
+@needs_nvcc
+def test_every_source_compiles_for_sm90(tmp_path):
+    result = build.build(tmp_path, arch="sm_90")
+    assert result.compiler == "nvcc" and result.arch == "sm_90"
+    assert set(result.cubins) == {s.name for s in build.sources()}
+    for path in result.cubins.values():
+        assert Path(path).stat().st_size > 0
+    declared = {n for s in build.sources() for n in build.kernel_names(s)}
+    assert set(result.kernels) == declared
+    for k in result.kernels.values():
+        assert k.registers > 0, k
+        assert k.spill_store_bytes >= 0 and k.spill_load_bytes >= 0
+        assert k.compile_s > 0
+    gemm = result.kernels["gemm_bias_act_fwd"]
+    assert gemm.shared_bytes >= 2 * 2 * 8 * 128 * 4  # two double-buffered 128x8 tiles
+    assert "-Xptxas -v" in result.log
+    assert result.to_dict()["kernels"]["adamw_multi"]["source"] == "adamw.cu"
+
+
+@needs_nvcc
+def test_compile_error_is_reported(tmp_path, monkeypatch):
+    bad = tmp_path / "src"
+    bad.mkdir()
+    (bad / "broken.cu").write_text('extern "C" __global__ void broken() { nope; }\n')
+    monkeypatch.setattr(build, "CUDA_DIR", bad)
+    with pytest.raises(build.BuildError) as err:
+        build.build(tmp_path / "out", arch="sm_90")
+    assert "nope" in err.value.log
