@@ -43,5 +43,5 @@ def test_bad_suite_files_say_what_is_wrong(tmp_path: Path, text: str, message: s
 
 
 def test_a_missing_suite_file_is_named(tmp_path: Path) -> None:
-    with pytest.raises(SuiteError, match="kernelwatch.toml does not exist"):
+    with pytest.raises(SuiteError, match=r"kernelwatch\.toml does not exist"):
         load_suite(tmp_path)
