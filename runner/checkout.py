@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+MAX_ANCESTORS = 200
 
 
 class CheckoutError(RuntimeError):
@@ -39,11 +40,13 @@ class CommitInfo:
     author_email: str
     message: str
     committed_at: datetime
+    ancestors: list[str]
 
     def to_document(self) -> dict:
         return {
             "sha": self.sha,
             "parents": self.parents,
+            "ancestors": self.ancestors,
             "author_name": self.author_name,
             "author_email": self.author_email,
             "message": self.message,
@@ -55,6 +58,8 @@ def commit_info(repo: Path, rev: str) -> CommitInfo:
     # NUL-separated so that any message text survives.
     out = _git("show", "-s", "--format=%H%x00%P%x00%an%x00%ae%x00%cI%x00%B", rev, cwd=repo)
     sha, parents, name, email, when, message = out.split("\x00", 5)
+    # The service's baseline walks this first-parent line, also across commits never run.
+    line = _git("rev-list", "--first-parent", f"--max-count={MAX_ANCESTORS + 1}", sha, cwd=repo)
     return CommitInfo(
         sha=sha,
         parents=parents.split(),
@@ -62,6 +67,7 @@ def commit_info(repo: Path, rev: str) -> CommitInfo:
         author_email=email,
         message=message.rstrip("\n"),
         committed_at=datetime.fromisoformat(when).astimezone(UTC),
+        ancestors=line.split()[1:],
     )
 
 

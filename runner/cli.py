@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_run(subparsers)
+    _add_agent(subparsers)
     _add_list(subparsers)
     _add_parse_ncu(subparsers)
     return parser
@@ -99,6 +100,68 @@ def _run(args: argparse.Namespace) -> int:
         print(text)
     console.print(summary_table(document))
     return 0 if document["status"] == "succeeded" else 1
+
+
+def _add_agent(subparsers: argparse._SubParsersAction) -> None:
+    sub = subparsers.add_parser(
+        "agent",
+        help="claim and run jobs from a kernelwatch service until stopped",
+        description="Register with the service, then claim, run and post jobs until SIGTERM "
+        "(which finishes or releases the current job). Results wait in the spool while the "
+        "service is unreachable.",
+    )
+    sub.add_argument("--server", required=True, help="e.g. https://kernelwatch.example.com")
+    sub.add_argument(
+        "--token",
+        default=os.environ.get("KERNELWATCH_RUNNER_TOKEN"),
+        help="runner token (or $KERNELWATCH_RUNNER_TOKEN)",
+    )
+    sub.add_argument("--labels", default="", help="extra labels, e.g. gpu=h100,cuda=13")
+    sub.add_argument("--spool", type=Path, help="pending results (~/.cache/kernelwatch/spool)")
+    sub.add_argument("--cache", type=Path, help="clones and worktrees (~/.cache/kernelwatch)")
+    sub.add_argument("--only", help="regular expression over workload ids (testing)")
+    sub.add_argument("--poll", type=float, default=5.0, help="seconds between empty claims")
+    sub.add_argument(
+        "--lease-interval",
+        type=float,
+        default=60.0,
+        help="seconds between lease extensions while a job runs",
+    )
+    sub.set_defaults(handler=_agent)
+
+
+def _agent(args: argparse.Namespace) -> int:
+    import logging
+
+    from runner import environment, gpuinfo
+    from runner.agent import run_agent
+    from runner.jobrun import make_run_job
+    from runner.pipeline import DEFAULT_CACHE
+
+    if not args.token:
+        return _fail("agent", "--token (or $KERNELWATCH_RUNNER_TOKEN) is required")
+    labels = {}
+    for item in filter(None, args.labels.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            return _fail("agent", f"label {item!r} is not key=value")
+        labels[key.strip()] = value.strip()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per claim poll otherwise
+    device = "cuda" if gpuinfo.sm_clock_mhz() is not None else "cpu"
+    try:
+        return run_agent(
+            args.server,
+            args.token,
+            make_run_job(args.cache or DEFAULT_CACHE, args.only),
+            spool_dir=args.spool,
+            labels=labels,
+            environment=environment.collect(device, {}),
+            poll_interval=args.poll,
+            lease_interval=args.lease_interval,
+        )
+    except ValueError as exc:
+        return _fail("agent", str(exc))
 
 
 def _add_list(subparsers: argparse._SubParsersAction) -> None:

@@ -13,16 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from runner import environment, report
+from runner.agent import JobInterrupted
 from runner.build import run_build
 from runner.checkout import Checkouts, _git
 from runner.measure import Outcome, run_phase
 from runner.suite import Suite, load_suite
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"
-
-
-class JobInterrupted(RuntimeError):
-    """The runner was asked to stop; the job goes back to the queue unfinished."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ def timing(
     spread: float = 0.002,
     seed: int = 0,
 ) -> dict[str, Any]:
+    """Samples around `median_us` with a relative spread typical of a >= 50 us kernel."""
     rng = np.random.default_rng(seed)
     procs = []
     for _ in range(processes):
@@ -51,6 +52,7 @@ def document(
     *,
     commit: str,
     parents: list[str] | None = None,
+    ancestors: list[str] | None = None,
     minutes: int = 0,
     branch: str = "main",
     repository: str = "acme/kernels",
@@ -58,6 +60,7 @@ def document(
     medians: dict[str, float] | None = None,
     run_id: str | None = None,
     seed: int = 0,
+    spread: float = 0.002,
 ) -> dict[str, Any]:
     """A run at `commit` (a label or sha) with one gemm_fwd workload per entry of `medians`."""
     doc = copy.deepcopy(example_document())
@@ -68,6 +71,7 @@ def document(
     doc["branch"] = branch
     doc["commit"]["sha"] = sha
     doc["commit"]["parents"] = [p if len(p) == 40 else sha_for(p) for p in (parents or [])]
+    doc["commit"]["ancestors"] = [a if len(a) == 40 else sha_for(a) for a in (ancestors or [])]
     doc["commit"]["committed_at"] = (BASE_TIME + timedelta(minutes=minutes)).isoformat()
     doc["commit"]["message"] = f"commit {commit}\n\nbody"
     doc["environment"]["fingerprint"] = fingerprint
@@ -87,7 +91,7 @@ def document(
                 },
                 "flops": 2.1e9,
                 "bytes": 1.2e7,
-                "timing": timing(kernel, median, seed=seed * 100 + i),
+                "timing": timing(kernel, median, seed=seed * 100 + i, spread=spread),
             }
         )
     doc["workloads"] = workloads

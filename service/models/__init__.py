@@ -7,6 +7,7 @@ from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
 from service.models.series import Result, Series
+from service.models.verdict import Verdict
 
 __all__ = [
     "Base",
@@ -23,5 +24,6 @@ __all__ = [
     "Runner",
     "Series",
     "TimelineEntry",
+    "Verdict",
     "WebhookDelivery",
 ]

@@ -35,6 +35,9 @@ class Commit(Base):
     repository_id: Mapped[int] = mapped_column(ForeignKey("repositories.id", ondelete="CASCADE"))
     sha: Mapped[str] = mapped_column(String(40))
     parents: Mapped[list[Any]] = mapped_column(default=list)
+    # First-parent ancestors as the runner read them from git, nearest first (bounded): the
+    # baseline walks this line even across commits that were never run.
+    ancestors: Mapped[list[Any]] = mapped_column(default=list)
     author_name: Mapped[str] = mapped_column(String(300), default="")
     author_email: Mapped[str] = mapped_column(String(300), default="")
     message: Mapped[str] = mapped_column(Text, default="")

@@ -50,6 +50,11 @@ class RepositoryIn(Strict):
 class CommitIn(Strict):
     sha: Sha
     parents: list[Sha] = Field(default_factory=list, max_length=64)
+    ancestors: list[Sha] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="first-parent ancestors, nearest first (git rev-list --first-parent)",
+    )
     author_name: ShortText = ""
     author_email: ShortText = ""
     message: LongText = ""

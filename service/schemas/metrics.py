@@ -48,6 +48,31 @@ class Baseline(BaseModel):
     committed_at: datetime
 
 
+class Analysis(BaseModel):
+    """The verdict against the baseline (the series' last K results along the ancestry)."""
+
+    verdict: str
+    change: float | None
+    p_value: float | None
+    q_value: float | None
+    floor: float | None
+    baseline_median: float | None
+    baseline_results: int
+    note: str
+
+
+class AbsentSeries(BaseModel):
+    """A series the previous run measured that this one did not: broken or missing."""
+
+    series_id: int
+    workload: str
+    params: dict[str, Any]
+    kernel: str
+    metric: str
+    verdict: str
+    note: str
+
+
 class MetricPublic(BaseModel):
     series_id: int
     metric: str
@@ -58,6 +83,7 @@ class MetricPublic(BaseModel):
     baseline: Baseline | None
     change: float | None
     verdict: str | None = None
+    analysis: Analysis | None = None
 
 
 class NcuValue(BaseModel):
@@ -133,6 +159,8 @@ class CommitMetrics(BaseModel):
     branch: str | None
     runs: list[RunBrief]
     workloads: list[WorkloadPublic]
+    absent: list[AbsentSeries]
+    verdict_counts: dict[str, int]
 
 
 class SeriesPublic(BaseModel):

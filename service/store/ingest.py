@@ -14,6 +14,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.analysis.evaluate import evaluate_run
 from service.analysis.stats import pack_samples, summarize
 from service.core.units import to_microseconds_factor
 from service.models import (
@@ -144,7 +145,10 @@ def _store(session: Session, doc: RunDocument, digest: str) -> int:
         author_email=c.author_email,
         message=c.message,
         committed_at=c.committed_at,
+        ancestors=c.ancestors,
     )
+    if c.ancestors and not commit.ancestors:
+        commit.ancestors = c.ancestors
     runner_id = None
     if doc.runner is not None:
         runner = get_or_create(
@@ -187,6 +191,8 @@ def _store(session: Session, doc: RunDocument, digest: str) -> int:
     results = 0
     for index, workload in enumerate(doc.workloads):
         results += _store_workload(session, doc, run, repo.id, commit, index, workload)
+    session.flush()
+    evaluate_run(session, run)
     return results
 
 

@@ -21,6 +21,8 @@ def test_worktree_at_the_exact_commit_with_its_metadata(tmp_path: Path) -> None:
     path2, info2 = checkouts.worktree(str(repo), second[:10], "job-2")
     assert "REPEAT = 4" in (path2 / "cpu_kernels.py").read_text()
     assert info2.parents == [first]
+    assert info2.ancestors == [first]
+    assert info.ancestors == []
     assert info2.author_name == "Ada Lovelace"
     assert info2.message == "cpu suite: repeat the work 4x\n\nThis is slower."
     assert info2.committed_at.tzinfo == UTC

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import SessionDep
 from service.schemas.metrics import CommitMetrics
-from service.store.commits import commit_metrics, resolve_commit
+from service.store.commit_metrics import commit_metrics
+from service.store.commits import resolve_commit
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
 

@@ -16,7 +16,7 @@ from service.api.deps import Caller, CallerDep, SessionDep, SessionFactoryDep, S
 from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.models import Commit, Repository, Result, Run, Runner
-from service.schemas.document import RunDocument, find_non_finite
+from service.schemas.document import RunDocument, RunnerIn, find_non_finite
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
 from service.store.jobs import current_attempt, finish
@@ -87,6 +87,9 @@ def _lease_check(
                 f"the document names runner {doc.runner.name!r}, "
                 f"but the token belongs to {runner.name!r}",
             )
+        if doc.runner is None:
+            # The token says which runner this is; the document need not repeat it.
+            doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
         job = current_attempt(session, doc.job_id, doc.lease_token, runner)
         if job.commit_sha != doc.commit.sha:
             raise ApiError(

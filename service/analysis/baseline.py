@@ -1,0 +1,96 @@
+"""The baseline of a series: its last K results along the branch's first-parent ancestry."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.analysis.stats import unpack_samples
+from service.models import Commit, Result, Run
+
+K = 8
+MAX_ANCESTRY = 1000
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    result_id: int
+    commit_id: int
+    median: float
+    samples: np.ndarray
+
+
+def ancestry(session: Session, head: Commit, branch: str) -> list[int]:
+    """Commit ids of the head's first-parent ancestors that kernelwatch knows, nearest first.
+
+    The runner sends the ancestry it read from git, so commits that were never run do not break
+    the line. Without it (a document from elsewhere), the branch's earlier runs stand in.
+    """
+    if head.ancestors:
+        shas = head.ancestors[:MAX_ANCESTRY]
+        ids = dict(
+            session.execute(
+                select(Commit.sha, Commit.id).where(
+                    Commit.repository_id == head.repository_id, Commit.sha.in_(shas)
+                )
+            ).all()
+        )
+        return [ids[sha] for sha in shas if sha in ids]
+    rows = session.execute(
+        select(Commit.id, Commit.committed_at)
+        .join(Run, Run.commit_id == Commit.id)
+        .where(
+            Run.repository_id == head.repository_id,
+            Run.branch == branch,
+            Commit.committed_at < head.committed_at,
+        )
+        .group_by(Commit.id, Commit.committed_at)
+        .order_by(Commit.committed_at.desc())
+        .limit(MAX_ANCESTRY)
+    ).all()
+    return [commit_id for commit_id, _ in rows]
+
+
+def nearest_results(
+    session: Session, series_ids: list[int], commit_ids: list[int], k: int = K
+) -> dict[int, list[tuple[int, int, float]]]:
+    """Per series, (result id, commit id, median) at its nearest `k` ancestor commits that have
+    one, nearest first; the newest run wins at a commit measured twice."""
+    if not series_ids or not commit_ids:
+        return {}
+    position = {cid: i for i, cid in enumerate(commit_ids)}
+    rows = session.execute(
+        select(Result.id, Result.series_id, Result.commit_id, Result.median).where(
+            Result.series_id.in_(series_ids), Result.commit_id.in_(commit_ids)
+        )
+    ).all()
+    chosen: dict[int, dict[int, tuple[int, int, float]]] = defaultdict(dict)
+    for rid, sid, cid, median in sorted(rows, key=lambda r: (position[r[2]], -r[0])):
+        per_commit = chosen[sid]
+        if cid not in per_commit and len(per_commit) < k:
+            per_commit[cid] = (rid, cid, median)
+    return {sid: list(per.values()) for sid, per in chosen.items()}
+
+
+def baselines(
+    session: Session, series_ids: list[int], commit_ids: list[int], k: int = K
+) -> dict[int, list[BaselineResult]]:
+    """Per series, its results at the nearest `k` ancestor commits, with their samples."""
+    nearest = nearest_results(session, series_ids, commit_ids, k)
+    wanted = [rid for rows in nearest.values() for rid, _, _ in rows]
+    samples = (
+        dict(session.execute(select(Result.id, Result.samples).where(Result.id.in_(wanted))).all())
+        if wanted
+        else {}
+    )
+    return {
+        sid: [
+            BaselineResult(rid, cid, median, unpack_samples(samples[rid]))
+            for rid, cid, median in rows
+        ]
+        for sid, rows in nearest.items()
+    }

@@ -1,0 +1,38 @@
+"""What the analysis decided for each series of each run, and the alerts it opened."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Float, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.models.base import Base, utcnow
+
+VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "broken")
+
+
+class Verdict(Base):
+    __tablename__ = "verdicts"
+    __table_args__ = (
+        # The commit page reads a run's verdicts; alerts and trends read a series' verdicts.
+        Index("ix_verdicts_run_id", "run_id"),
+        Index("ix_verdicts_series_id", "series_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id", ondelete="CASCADE"))
+    result_id: Mapped[int | None] = mapped_column(ForeignKey("results.id", ondelete="CASCADE"))
+    verdict: Mapped[str] = mapped_column(String(20))
+    change: Mapped[float | None] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    q_value: Mapped[float | None] = mapped_column(Float)
+    floor: Mapped[float | None] = mapped_column(Float)
+    baseline_median: Mapped[float | None] = mapped_column(Float)
+    baseline_results: Mapped[int] = mapped_column(default=0)
+    # Commit ids of the baseline results, nearest first: what the head was compared with.
+    baseline_commits: Mapped[list[Any]] = mapped_column(default=list)
+    note: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

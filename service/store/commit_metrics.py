@@ -1,0 +1,309 @@
+"""Everything stored at one commit: results with baselines and verdicts, profiles, builds."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, aliased
+
+from service.analysis.baseline import ancestry, nearest_results
+from service.models import (
+    BuildResource,
+    Commit,
+    CorrectnessOutcome,
+    NcuFinding,
+    NcuMetric,
+    Result,
+    Run,
+    RunWorkload,
+    Series,
+    TimelineEntry,
+    Verdict,
+)
+from service.schemas import metrics as m
+from service.store.commits import commit_public, statistics
+
+
+def _latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Run]:
+    """The newest run per (suite, fingerprint) at this commit on the branch."""
+    query = (
+        select(Run)
+        .where(Run.commit_id == commit.id)
+        .order_by(Run.finished_at.desc(), Run.id.desc())
+    )
+    runs = list(session.scalars(query))
+    if branch is not None:
+        runs = [r for r in runs if r.branch == branch]
+    elif runs:
+        branch = runs[0].branch
+        runs = [r for r in runs if r.branch == branch]
+    chosen: dict[tuple[str, str], Run] = {}
+    for run in runs:
+        chosen.setdefault((run.suite, run.fingerprint), run)
+    return list(chosen.values())
+
+
+def _baselines(
+    session: Session, results: list[Result], branch: str, commit: Commit
+) -> dict[int, tuple[Result, str, str]]:
+    """For each result, the nearest earlier result of its series on the branch.
+
+    Along the first-parent ancestry when the runner sent it; by commit time otherwise.
+    """
+    if not results:
+        return {}
+    if commit.ancestors:
+        nearest = nearest_results(
+            session, [r.series_id for r in results], ancestry(session, commit, branch), k=1
+        )
+        wanted = {r.id: nearest[r.series_id][0][0] for r in results if nearest.get(r.series_id)}
+        return _with_commits(session, wanted)
+    earlier = aliased(Result)
+    nearest = (
+        select(earlier.id)
+        .where(
+            earlier.series_id == Result.series_id,
+            earlier.branch == branch,
+            earlier.committed_at < commit.committed_at,
+        )
+        .order_by(earlier.committed_at.desc(), earlier.id.desc())
+        .limit(1)
+        .correlate(Result)
+        .scalar_subquery()
+    )
+    pairs = session.execute(
+        select(Result.id, nearest).where(Result.id.in_([r.id for r in results]))
+    ).all()
+    return _with_commits(session, {rid: bid for rid, bid in pairs if bid is not None})
+
+
+def _with_commits(session: Session, wanted: dict[int, int]) -> dict[int, tuple[Result, str, str]]:
+    if not wanted:
+        return {}
+    rows = session.execute(
+        select(Result, Commit.sha, Run.run_uuid)
+        .join(Commit, Commit.id == Result.commit_id)
+        .join(Run, Run.id == Result.run_id)
+        .where(Result.id.in_(set(wanted.values())))
+    ).all()
+    by_id = {r.id: (r, sha, uuid) for r, sha, uuid in rows}
+    return {rid: by_id[bid] for rid, bid in wanted.items()}
+
+
+def commit_metrics(
+    session: Session, commit: Commit, repository: str, branch: str | None
+) -> m.CommitMetrics:
+    runs = _latest_runs(session, commit, branch)
+    branch = runs[0].branch if runs else branch
+    run_by_id = {r.id: r for r in runs}
+    workloads = list(
+        session.scalars(
+            select(RunWorkload).where(RunWorkload.run_id.in_(run_by_id)).order_by(RunWorkload.id)
+        )
+    )
+    wl_ids = [w.id for w in workloads]
+    result_rows = session.execute(
+        select(Result, Series)
+        .join(Series, Series.id == Result.series_id)
+        .where(Result.run_id.in_(run_by_id))
+    ).all()
+    baselines = _baselines(session, [r for r, _ in result_rows], branch or "", commit)
+    verdicts = list(session.scalars(select(Verdict).where(Verdict.run_id.in_(run_by_id))))
+    by_result = {v.result_id: v for v in verdicts if v.result_id is not None}
+    metrics_by_wl: dict[int, list[tuple[str, m.MetricPublic]]] = defaultdict(list)
+    for result, series in result_rows:
+        base = baselines.get(result.id)
+        verdict = by_result.get(result.id)
+        metrics_by_wl[result.run_workload_id].append(
+            (
+                series.kernel,
+                m.MetricPublic(
+                    series_id=series.id,
+                    metric=series.metric,
+                    unit=series.unit,
+                    method=result.method,
+                    sm_clock_mhz=result.sm_clock_mhz,
+                    statistics=statistics(result),
+                    baseline=m.Baseline(
+                        commit=base[1],
+                        run_id=base[2],
+                        median=base[0].median,
+                        committed_at=base[0].committed_at,
+                    )
+                    if base
+                    else None,
+                    change=(result.median - base[0].median) / base[0].median if base else None,
+                    verdict=verdict.verdict if verdict else None,
+                    analysis=_analysis(verdict) if verdict else None,
+                ),
+            )
+        )
+    correctness = {
+        c.run_workload_id: c
+        for c in session.scalars(
+            select(CorrectnessOutcome).where(CorrectnessOutcome.run_workload_id.in_(wl_ids))
+        )
+    }
+    ncu: dict[int, dict[str, dict[str, m.NcuValue]]] = defaultdict(lambda: defaultdict(dict))
+    for row in session.scalars(select(NcuMetric).where(NcuMetric.run_workload_id.in_(wl_ids))):
+        ncu[row.run_workload_id][row.kernel][row.name] = m.NcuValue(value=row.value, unit=row.unit)
+    findings: dict[int, dict[str, list[m.NcuFindingPublic]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for f in session.scalars(select(NcuFinding).where(NcuFinding.run_workload_id.in_(wl_ids))):
+        findings[f.run_workload_id][f.kernel].append(
+            m.NcuFindingPublic(
+                rule=f.rule,
+                type=f.type,
+                description=f.description,
+                estimated_speedup=f.estimated_speedup,
+                speedup_type=f.speedup_type,
+            )
+        )
+    timeline: dict[int, list[m.TimelineKernel]] = defaultdict(list)
+    for t in session.scalars(
+        select(TimelineEntry)
+        .where(TimelineEntry.run_workload_id.in_(wl_ids))
+        .order_by(TimelineEntry.total_ns.desc())
+    ):
+        timeline[t.run_workload_id].append(
+            m.TimelineKernel(kernel=t.kernel, calls=t.calls, total_ns=t.total_ns, share=t.share)
+        )
+    builds: dict[tuple[int, str], m.BuildPublic] = {
+        (b.run_id, b.kernel): m.BuildPublic(
+            registers=b.registers,
+            shared_bytes=b.shared_bytes,
+            spill_stores_bytes=b.spill_stores_bytes,
+            spill_loads_bytes=b.spill_loads_bytes,
+            compile_seconds=b.compile_seconds,
+            arch=b.arch,
+        )
+        for b in session.scalars(select(BuildResource).where(BuildResource.run_id.in_(run_by_id)))
+    }
+    out = []
+    for w in workloads:
+        out.append(
+            _workload_public(
+                w,
+                run_by_id[w.run_id],
+                metrics_by_wl[w.id],
+                ncu[w.id],
+                findings[w.id],
+                builds,
+                correctness.get(w.id),
+                timeline.get(w.id),
+            )
+        )
+    return m.CommitMetrics(
+        commit=commit_public(commit, repository),
+        branch=branch,
+        runs=[
+            m.RunBrief(
+                run_id=r.run_uuid,
+                suite=r.suite,
+                branch=r.branch,
+                status=r.status,
+                build_status=r.build_status,
+                fingerprint=r.fingerprint,
+                gpu_name=r.gpu_name,
+                finished_at=r.finished_at,
+            )
+            for r in runs
+        ],
+        workloads=out,
+        absent=_absent(session, [v for v in verdicts if v.result_id is None]),
+        verdict_counts=dict(Counter(v.verdict for v in verdicts)),
+    )
+
+
+def _analysis(v: Verdict) -> m.Analysis:
+    return m.Analysis(
+        verdict=v.verdict,
+        change=v.change,
+        p_value=v.p_value,
+        q_value=v.q_value,
+        floor=v.floor,
+        baseline_median=v.baseline_median,
+        baseline_results=v.baseline_results,
+        note=v.note,
+    )
+
+
+def _absent(session: Session, verdicts: list[Verdict]) -> list[m.AbsentSeries]:
+    if not verdicts:
+        return []
+    series = {
+        s.id: s
+        for s in session.scalars(
+            select(Series).where(Series.id.in_({v.series_id for v in verdicts}))
+        )
+    }
+    return [
+        m.AbsentSeries(
+            series_id=v.series_id,
+            workload=series[v.series_id].workload,
+            params=series[v.series_id].params,
+            kernel=series[v.series_id].kernel,
+            metric=series[v.series_id].metric,
+            verdict=v.verdict,
+            note=v.note,
+        )
+        for v in verdicts
+    ]
+
+
+def _workload_public(
+    w: RunWorkload,
+    run: Run,
+    metrics: list[tuple[str, m.MetricPublic]],
+    ncu: dict[str, dict[str, m.NcuValue]],
+    findings: dict[str, list[m.NcuFindingPublic]],
+    builds: dict[tuple[int, str], m.BuildPublic],
+    correctness: CorrectnessOutcome | None,
+    timeline: list[m.TimelineKernel] | None,
+) -> m.WorkloadPublic:
+    names: list[str] = []
+    for name in [*(k for k, _ in metrics), *w.kernels, *ncu, *findings]:
+        if name not in names:
+            names.append(name)
+    kernels = [
+        m.KernelPublic(
+            kernel=name,
+            metrics=[mp for k, mp in metrics if k == name],
+            ncu_metrics=dict(ncu.get(name, {})),
+            ncu_findings=list(findings.get(name, [])),
+            build=builds.get((run.id, name)),
+        )
+        for name in names
+    ]
+    corr: Any = None
+    if correctness is not None:
+        corr = m.CorrectnessPublic(
+            passed=correctness.passed,
+            error_norm=correctness.error_norm,
+            tolerance=correctness.tolerance,
+            norm=correctness.norm,
+            precision=correctness.precision,
+            unwritten=correctness.unwritten,
+        )
+    return m.WorkloadPublic(
+        workload=w.name,
+        params=w.params,
+        run_id=run.run_uuid,
+        fingerprint=run.fingerprint,
+        status=w.status,
+        error=w.error,
+        flops=w.flops,
+        bytes=w.bytes_moved,
+        correctness=corr,
+        timeline=m.TimelinePublic(
+            source=w.timeline_source, note=w.timeline_note, kernels=timeline or []
+        )
+        if w.timeline_source
+        else None,
+        ncu_status=w.ncu_status,
+        ncu_note=w.ncu_note,
+        kernels=kernels,
+    )
