@@ -1,5 +1,6 @@
 """The ORM models; importing this package registers every table on Base.metadata."""
 
+from service.models.alert import Alert, AlertEvent, ChangePoint
 from service.models.base import Base
 from service.models.job import Job, WebhookDelivery
 from service.models.profile import NcuFinding, NcuMetric, TimelineEntry
@@ -10,8 +11,11 @@ from service.models.series import Result, Series
 from service.models.verdict import Verdict
 
 __all__ = [
+    "Alert",
+    "AlertEvent",
     "Base",
     "BuildResource",
+    "ChangePoint",
     "Commit",
     "CorrectnessOutcome",
     "Job",

@@ -42,6 +42,8 @@ class Job(Base):
     runner_id: Mapped[int | None] = mapped_column(ForeignKey("runners.id", ondelete="SET NULL"))
     delivery_id: Mapped[str | None] = mapped_column(String(100))
     summary: Mapped[str] = mapped_column(Text, default="")
+    # Kind-specific instructions, e.g. a confirmation's base sha and the workloads to re-time.
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     failure: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None]
