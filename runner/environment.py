@@ -8,11 +8,14 @@ import json
 import os
 import platform
 import re
+import shutil
 import socket
 import subprocess
+from collections.abc import Iterable
 from typing import Any
 
 from runner import gpuinfo
+from runner.profile import find_ncu
 
 
 def _tool_version(command: list[str]) -> str | None:
@@ -22,6 +25,11 @@ def _tool_version(command: list[str]) -> str | None:
         return None
     found = re.findall(r"(?:release |V|Version )(\d+(?:\.\d+)+)", out)
     return found[-1] if found else (out.strip().splitlines()[-1] if out.strip() else None)
+
+
+def _nvcc() -> str:
+    default = "/usr/local/cuda/bin/nvcc"
+    return shutil.which("nvcc") or (default if os.path.exists(default) else "nvcc")
 
 
 def _cpu_model() -> str:
@@ -96,6 +104,7 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
             "ecc_enabled": None,
         }
     else:
+        gpuinfo.bind(gpu.get("pci_bus_id"))
         ecc = _nvml_pair("nvmlDeviceGetEccMode")
         mig = _nvml_pair("nvmlDeviceGetMigMode")
         clocks = {
@@ -118,10 +127,10 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
             "driver_version": _nvml_driver() or gpu.get("cuda_driver_version", ""),
             "cuda_runtime_version": gpu.get("cuda_runtime_version", ""),
             "cupy_version": gpu.get("cupy_version", ""),
-            "nvcc_version": _tool_version(["nvcc", "--version"]),
-            "ncu_version": _tool_version(["ncu", "--version"]),
+            "nvcc_version": _tool_version([_nvcc(), "--version"]),
+            "ncu_version": _tool_version([find_ncu() or "ncu", "--version"]),
             "clocks_mhz": clocks,
-            "throttle_reasons_seen": gpuinfo.throttle_reasons(),
+            "throttle_reasons_seen": [r for r in gpuinfo.throttle_reasons() if r != "gpu_idle"],
             "ecc_enabled": bool(ecc[0]) if ecc else None,
             "mig_mode": ("enabled" if mig[0] else "disabled") if mig else "unsupported",
             "l2_bytes": gpu.get("l2_bytes"),
@@ -129,6 +138,23 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
     env["host"] = host
     env["fingerprint"] = fingerprint(device, env)
     return env
+
+
+def note_timings(env: dict[str, Any], records: Iterable[Any]) -> None:
+    """Add what the timing processes saw to the environment: the lowest and highest SM clock
+    (clocks_mhz sm_seen_min/sm_seen_max) and every throttle reason (throttle_reasons_seen)."""
+    clocks: list[float] = []
+    reasons = set(env.get("throttle_reasons_seen", []))
+    for record in records:
+        for outcome in record.timings:
+            result = outcome.result if outcome.status == "ok" else None
+            for key in ("sm_clock_min_mhz", "sm_clock_mhz", "sm_clock_max_mhz"):
+                if result and result.get(key) is not None:
+                    clocks.append(float(result[key]))
+            reasons.update(result.get("throttle_reasons", []) if result else [])
+    if clocks:
+        env.setdefault("clocks_mhz", {}).update(sm_seen_min=min(clocks), sm_seen_max=max(clocks))
+    env["throttle_reasons_seen"] = sorted(reasons)
 
 
 def fingerprint(device: str, env: dict[str, Any]) -> str:

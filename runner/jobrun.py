@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agent import RunJob
+from runner.confirm import execute_confirmation
 from runner.measure import Outcome
 from runner.pipeline import Progress, RunRequest, execute
 
@@ -31,8 +32,9 @@ class LogProgress(Progress):
 def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
     def run_job(claim: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         job = claim["job"]
-        if job.get("kind", "run") != "run":
-            raise RuntimeError(f"this runner cannot do jobs of kind {job['kind']!r} yet")
+        kind = job.get("kind", "run")
+        if kind not in ("run", "confirm"):
+            raise RuntimeError(f"this runner cannot do jobs of kind {kind!r}")
         source = claim.get("clone_url")
         if not source:
             raise RuntimeError(f"repository {job['repository']} has no clone URL to fetch from")
@@ -47,6 +49,11 @@ def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
             cache_dir=cache_dir,
             stop=stop,
         )
+        if kind == "confirm":
+            payload = job["payload"]
+            return execute_confirmation(
+                request, payload["base_sha"], payload["workloads"], LogProgress()
+            )
         return execute(request, LogProgress())
 
     return run_job

@@ -159,6 +159,7 @@ def _measure(
         )
         for wid in passing:
             records[wid].timings.append(timed.outcomes[wid])
+    environment.note_timings(environment_section, records.values())
     check_stop()
     if suite.device == "cuda" and passing:
         from runner import profile

@@ -1,13 +1,27 @@
-"""When to stop sampling: enough samples whose spread has settled, or the time cap."""
+"""Sampling one workload: warm-up, the choice of timer, when to stop taking samples, and the
+traced steps of a kernel timeline (runner.timeline) on the worker's side."""
 
 from __future__ import annotations
 
+import json
+import os
+import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from runner.suite import Timing
+from runner.timeline import STEPS, aggregate
+
+EVENTS_MIN_US = 20.0  # launches estimated shorter than this are timed with CUPTI
+ESTIMATE_SAMPLES = 5
+CHOICES_FILE = "kernelwatch-timer-choices.json"
+
+WARMUPS = 2  # before the traced steps of a timeline
+WARMUP_SYNC_EVERY = 4  # warm-up launches go back to back (the GPU stays busy, clocks rise)
 
 
 def rel_spread(samples: list[float]) -> float:
@@ -21,14 +35,17 @@ def rel_spread(samples: list[float]) -> float:
 def collect(
     sample: Callable[[], float], timing: Timing, clock: Callable[[], float] = time.monotonic
 ) -> tuple[list[float], str]:
-    """Take samples until the spread is below target, or it stops changing, or time is up.
+    """Take samples until the spread is below target, or it has settled, or time is up.
 
-    A kernel whose spread never reaches the target (short kernels: 2-4% between processes)
-    stops once its spread estimate has settled: the last two checks agree within 10%.
+    The spread is checked every min_samples/2 samples from min_samples on. A spread that never
+    reaches the target (short kernels: 2-8% from the timer's resolution) stops once it has
+    settled (two checks agree within 10%), but only where it is small (at most 4x the target)
+    or after 3x min_samples: a large spread means interference, and more samples.
     """
     samples: list[float] = []
     started = clock()
     previous = float("inf")
+    target = timing.target_rel_spread
     while True:
         samples.append(sample())
         n = len(samples)
@@ -38,8 +55,195 @@ def collect(
             return samples, f"time cap {timing.max_seconds:g} s after {n} samples"
         if n >= timing.min_samples and n % max(timing.min_samples // 2, 1) == 0:
             spread = rel_spread(samples)
-            if spread <= timing.target_rel_spread:
-                return samples, f"relative spread {spread:.2%} <= {timing.target_rel_spread:.2%}"
-            if abs(spread - previous) <= 0.1 * spread:
+            if spread <= target:
+                return samples, f"relative spread {spread:.2%} <= {target:.2%}"
+            settled = abs(spread - previous) <= 0.1 * spread
+            if settled and (spread <= 4 * target or n >= 3 * timing.min_samples):
                 return samples, f"relative spread settled at {spread:.2%} after {n} samples"
             previous = spread
+
+
+class MethodChoices:
+    """workload id -> timing method, in a JSON file that every process of a run shares (the
+    run's build dir), so that the processes of one run time a workload the same way."""
+
+    def __init__(self, folder: str | None) -> None:
+        self.path = Path(folder) / CHOICES_FILE if folder else None
+        self.choices: dict[str, str] = {}
+        if self.path is not None and self.path.is_file():
+            try:
+                self.choices = dict(json.loads(self.path.read_text()))
+            except (OSError, ValueError):
+                self.choices = {}
+
+    def get(self, wid: str) -> str | None:
+        return self.choices.get(wid)
+
+    def put(self, wid: str, method: str) -> None:
+        self.choices[wid] = method
+        if self.path is not None:
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            try:
+                tmp.write_text(json.dumps(self.choices, indent=1, sort_keys=True))
+                os.replace(tmp, self.path)
+            except OSError:
+                pass
+
+
+def pick_method(estimate_us: float, cupti_ready: bool, threshold_us: float = EVENTS_MIN_US) -> str:
+    """CUPTI below the threshold (when it works here), CUDA events otherwise."""
+    return "cupti" if estimate_us < threshold_us and cupti_ready else "cuda_events"
+
+
+def select_timer(
+    timers: Any, choices: MethodChoices, wid: str, sample: Callable, host_us: float
+) -> tuple[Any, float | None]:
+    """(timer, events estimate in us or None where none was needed). `host_us`, the host time
+    of one synchronized launch, bounds its GPU time: far above the threshold, no estimate."""
+    if not hasattr(timers, "cupti"):  # host timing (CPU suites)
+        return timers.events, None
+    method, estimate = choices.get(wid), None
+    if method is None and host_us > 5 * EVENTS_MIN_US:
+        method = "cuda_events"
+        choices.put(wid, method)
+    if method is None:
+        estimate = statistics.median(sample(timers.events) for _ in range(ESTIMATE_SAMPLES))
+        method = pick_method(estimate, estimate < EVENTS_MIN_US and timers.cupti_works(sample))
+        choices.put(wid, method)
+    if method == "cupti" and timers.cupti() is not None:
+        return timers.cupti(), estimate
+    return timers.events, estimate
+
+
+def time_workload(
+    w: Any,
+    timers: Any,
+    choices: MethodChoices,
+    timing: Timing,
+    seed: int,
+    watch: Any,
+    trace: bool = False,
+) -> dict[str, Any]:
+    """Warm up, pick the timer (events, or CUPTI for short launches), sample to the stop rule;
+    with `trace`, then trace a few steps' kernels for the timeline (runner.timeline)."""
+    instance = w.prepare(seed)
+    reset = getattr(instance, "reset", None)
+    try:
+        base = timers.events
+        warm_until = time.monotonic() + timing.warmup_seconds
+        warmups = 0
+        while warmups < 3 or time.monotonic() < warm_until:
+            instance.launch()
+            warmups += 1
+            if warmups % WARMUP_SYNC_EVERY == 0:
+                base.sync()
+        base.sync()
+        fastest = float("inf")  # host time of a synchronized launch: bounds its GPU time
+        for _ in range(2):
+            started = time.perf_counter()
+            instance.launch()
+            base.sync()
+            fastest = min(fastest, (time.perf_counter() - started) * 1e6)
+
+        def sample_with(timer: Any, during: Any = None) -> float:
+            if reset is not None:
+                reset()
+            timer.sync()
+            return timer.time(instance.launch, during)
+
+        timer, estimate = select_timer(timers, choices, w.id, sample_with, fastest)
+        watch.reset()
+        timer.begin()
+        try:
+            samples, reason = collect(lambda: sample_with(timer, watch.during), timing)
+        finally:
+            timer.end()
+        traced = _trace(instance, timers) if trace else None
+    finally:
+        instance.close()
+    return {
+        **({"timeline": traced} if traced else {}),
+        "samples": samples,
+        "stop_reason": reason,
+        "warmups": warmups,
+        "estimate_us": estimate,
+        "method": timer.method,
+        "blocking": getattr(timer, "blocker", None) is not None,
+        "l2_flushed": timer.l2_flushed,
+        **watch.result(),
+    }
+
+
+def _trace(instance: Any, timers: Any) -> dict[str, Any] | None:
+    """The timeline's steps, traced with the process's CUPTI subscriber (None without it)."""
+    cupti = timers.cupti()
+    if cupti is None:
+        return None
+    return {"steps": STEPS, "kernels": trace_steps(instance, STEPS, timers.flush, cupti.activity)}
+
+
+_shared: dict[str, Any] = {}
+
+
+def trace_workload(w: Any, seed: int, tracer: str, steps: int) -> dict[str, Any]:
+    """Prepare `w`, warm up, then trace `steps` cold steps with `tracer`: "cupti", or "nsys"
+    (the steps between cudaProfilerStart/Stop, for `nsys --capture-range cudaProfilerApi`)."""
+    from runner.timers import KernelActivity, L2Flush
+
+    steps = steps or STEPS
+    flush = _shared.get("flush") or _shared.setdefault("flush", L2Flush())
+    activity = None
+    if tracer == "cupti":
+        activity = _shared.get("activity") or _shared.setdefault("activity", KernelActivity())
+    instance = w.prepare(seed)
+    try:
+        for _ in range(WARMUPS):
+            instance.launch()
+        kernels = trace_steps(instance, steps, flush, activity)
+    finally:
+        instance.close()
+    out: dict[str, Any] = {"tracer": tracer, "steps": steps}
+    if kernels is not None:
+        out["kernels"] = kernels
+    return out
+
+
+def trace_steps(instance: Any, steps: int, flush: Any, activity: Any) -> list[dict] | None:
+    """`steps` cold steps (state reset, L2 flushed before each) of a warm instance, traced by
+    `activity` (a runner.timers.KernelActivity: the timeline entries are returned) or, with
+    None, bracketed by cudaProfilerStart/Stop for nsys (None is returned)."""
+    import cupy
+
+    reset = getattr(instance, "reset", None)
+    device = cupy.cuda.Device()
+    device.synchronize()
+    if activity is not None:
+        activity.enable()
+        activity.drain()
+    else:
+        _profiler(cupy, "Start")
+    try:
+        for _ in range(steps):
+            if reset is not None:
+                reset()
+            flush()
+            instance.launch()
+        device.synchronize()
+    finally:
+        if activity is None:
+            _profiler(cupy, "Stop")
+    if activity is None:
+        return None
+    records = activity.drain()
+    activity.disable()
+    return aggregate(records, steps)
+
+
+def _profiler(cupy: Any, what: str) -> None:
+    """cudaProfilerStart/Stop: the capture range of `nsys --capture-range cudaProfilerApi`."""
+    fn = getattr(cupy.cuda.runtime, f"profiler{what}", None)
+    if fn is None:
+        from cupy.cuda import profiler
+
+        fn = getattr(profiler, what.lower())
+    fn()

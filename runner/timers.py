@@ -1,10 +1,37 @@
-"""Timing one launch: host clocks for CPU suites, CUDA events (L2 flushed) for GPU suites."""
+"""Timing one launch: host clocks (CPU suites), CUDA events or CUPTI kernel timestamps (GPU).
+
+Every GPU sample starts cold: a buffer of max(2 x L2, 128 MiB) is written with cudaMemsetAsync
+just before the launch. CUDA events time launches of about 20 us and more. So that the host's
+enqueueing (Python, several kernels) is not measured, an events sample is enqueued behind a
+small kernel that spins until the host has enqueued all of it (nvbench's "blocking kernel").
+Below 20 us the events' own few microseconds weigh too much: CUPTI's kernel activity records
+(cupti-python) then give the launch's GPU busy time (the union of its kernels' intervals).
+runner.sampling chooses between them per workload.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
+
+MIN_FLUSH_BYTES = 128 << 20
+OWN_KERNELS = "kernelwatch_"  # the runner's own kernels, never part of a measurement
+BLOCK_TIMEOUT_NS = 200_000_000
+
+During = Callable[[], None] | None
+
+_BLOCK_SRC = r"""
+extern "C" __global__ void kernelwatch_block(volatile int* flag, unsigned long long limit) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    while (flag[0] == 0) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+        if (now - start > limit) { flag[1] = 1; break; }
+    }
+}
+"""
 
 
 class HostTimer:
@@ -13,19 +40,69 @@ class HostTimer:
     method = "host"
     l2_flushed = False
 
-    def __init__(self) -> None:
-        pass
-
     def sync(self) -> None:
         pass
 
-    def cold(self) -> None:
+    def begin(self) -> None:
         pass
 
-    def time(self, launch: Callable[[], Any]) -> float:
+    def end(self) -> None:
+        pass
+
+    def time(self, launch: Callable[[], Any], during: During = None) -> float:
         start = time.perf_counter_ns()
         launch()
-        return (time.perf_counter_ns() - start) / 1e3  # microseconds
+        elapsed = (time.perf_counter_ns() - start) / 1e3  # microseconds
+        if during is not None:
+            during()
+        return elapsed
+
+
+class L2Flush:
+    """Writes a buffer of max(2 x L2, 128 MiB) on the current stream: the next launch is cold."""
+
+    def __init__(self) -> None:
+        import cupy
+
+        self.cp = cupy
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        self.l2_bytes = int(props.get("l2CacheSize", 50 << 20))
+        self.nbytes = max(2 * self.l2_bytes, MIN_FLUSH_BYTES)
+        self.buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
+
+    def __call__(self) -> None:
+        stream = self.cp.cuda.get_current_stream()
+        self.cp.cuda.runtime.memsetAsync(self.buffer.data.ptr, 0, self.nbytes, stream.ptr)
+
+
+class Blocker:
+    """Holds the stream in a spinning kernel until `release()`: the host enqueues a whole
+    sample before the GPU starts it. `timed_out` tells that the host took over 200 ms (a launch
+    that synchronizes): that sample is not valid."""
+
+    def __init__(self, cp: Any) -> None:
+        rt = cp.cuda.runtime
+        self.cp = cp
+        self.host = rt.hostAlloc(8, getattr(rt, "hostAllocMapped", 2))  # cudaHostAllocMapped
+        self.flags = (ctypes.c_int * 2).from_address(self.host)
+        # With unified addressing (every 64-bit CUDA platform) the device uses the host pointer.
+        get_pointer = getattr(rt, "hostGetDevicePointer", None)
+        self.device = get_pointer(self.host, 0) if get_pointer else self.host
+        self.kernel = cp.RawKernel(_BLOCK_SRC, "kernelwatch_block")
+        self.flags[0] = 1
+        self.kernel((1,), (1,), (cp.uint64(self.device), cp.uint64(BLOCK_TIMEOUT_NS)))
+        cp.cuda.Device().synchronize()  # compiled and runnable: fail here, not mid-sample
+
+    def hold(self) -> None:
+        self.flags[0] = self.flags[1] = 0
+        self.kernel((1,), (1,), (self.cp.uint64(self.device), self.cp.uint64(BLOCK_TIMEOUT_NS)))
+
+    def release(self) -> None:
+        self.flags[0] = 1
+
+    @property
+    def timed_out(self) -> bool:
+        return bool(self.flags[1])
 
 
 class CudaEventTimer:
@@ -34,31 +111,171 @@ class CudaEventTimer:
     method = "cuda_events"
     l2_flushed = True
 
-    def __init__(self) -> None:
-        import cupy
-
-        self.cp = cupy
-        device = cupy.cuda.Device()
-        l2_bytes = int(device.attributes.get("L2CacheSize", 50 * 2**20))
-        # Writing twice the L2 size evicts whatever the previous launch left there.
-        self.flush_buffer = cupy.empty(max(2 * l2_bytes, 2**20) // 4, dtype=cupy.float32)
-        self.start = cupy.cuda.Event()
-        self.end = cupy.cuda.Event()
+    def __init__(self, flush: L2Flush, blocker: Blocker | None) -> None:
+        self.cp = flush.cp
+        self.flush = flush
+        self.blocker = blocker
+        self.start_event = self.cp.cuda.Event()
+        self.end_event = self.cp.cuda.Event()
 
     def sync(self) -> None:
         self.cp.cuda.Device().synchronize()
 
-    def cold(self) -> None:
-        self.flush_buffer.fill(0)
+    def begin(self) -> None:
+        pass
 
-    def time(self, launch: Callable[[], Any]) -> float:
-        self.cold()
-        self.start.record()
+    def end(self) -> None:
+        pass
+
+    def time(self, launch: Callable[[], Any], during: During = None) -> float:
+        blocker = self.blocker
+        if blocker is not None:
+            blocker.hold()
+        self.flush()
+        self.start_event.record()
         launch()
-        self.end.record()
-        self.end.synchronize()
-        return self.cp.cuda.get_elapsed_time(self.start, self.end) * 1e3  # ms -> us
+        self.end_event.record()
+        if blocker is not None:
+            blocker.release()
+        if during is not None:  # host work while the GPU runs: not in the measured interval
+            during()
+        self.end_event.synchronize()
+        if blocker is not None and blocker.timed_out:  # the launch synchronized: don't block
+            self.blocker = None
+            return self.time(launch, during)
+        return self.cp.cuda.get_elapsed_time(self.start_event, self.end_event) * 1e3  # us
 
 
-def make_timer(device: str) -> HostTimer | CudaEventTimer:
-    return CudaEventTimer() if device == "cuda" else HostTimer()
+class KernelActivity:
+    """CUPTI kernel activity records through cupti-python: (name, start_ns, end_ns) of every
+    kernel that ran while enabled. One per process (CUPTI allows one activity subscriber)."""
+
+    def __init__(self) -> None:
+        from cupti import cupti
+
+        self.cupti = cupti
+        self.kind = cupti.ActivityKind.CONCURRENT_KERNEL
+        self.records: list[tuple[str, int, int]] = []
+        self.enabled = False
+        cupti.activity_register_callbacks(self._requested, self._completed)
+
+    @staticmethod
+    def _requested() -> tuple[int, int]:
+        return 8 << 20, 0  # bytes per buffer, no limit on records
+
+    def _completed(self, activities: list[Any]) -> None:
+        for a in activities:
+            if int(a.kind) == int(self.kind) and not str(a.name).startswith(OWN_KERNELS):
+                self.records.append((str(a.name), int(a.start), int(a.end)))
+
+    def enable(self) -> None:
+        if not self.enabled:
+            self.cupti.activity_enable(self.kind)
+            self.enabled = True
+
+    def disable(self) -> None:
+        if self.enabled:
+            self.drain()
+            self.cupti.activity_disable(self.kind)
+            self.enabled = False
+
+    def drain(self) -> list[tuple[str, int, int]]:
+        """Every record since the last drain (call after a device synchronize)."""
+        self.cupti.activity_flush_all(1)
+        out, self.records = self.records, []
+        return out
+
+
+def busy_ns(records: Iterable[tuple[str, int, int]]) -> int:
+    """Length of the union of the kernels' [start, end] intervals: GPU busy time, without the
+    gaps between dependent launches (CUPTI can place a library's second kernel far later)."""
+    total, reach = 0, None
+    for _, start, end in sorted(records, key=lambda r: r[1]):
+        if reach is None or start > reach:
+            total, reach = total + end - start, end
+        elif end > reach:
+            total, reach = total + end - reach, end
+    return total
+
+
+class CuptiTimer:
+    """GPU busy time of a launch from CUPTI's kernel timestamps (see busy_ns)."""
+
+    method = "cupti"
+    l2_flushed = True
+
+    def __init__(self, flush: L2Flush, activity: KernelActivity) -> None:
+        self.cp = flush.cp
+        self.flush = flush
+        self.activity = activity
+
+    def sync(self) -> None:
+        self.cp.cuda.Device().synchronize()
+
+    def begin(self) -> None:
+        """Start collecting kernel records (only while a CUPTI-timed workload runs)."""
+        self.activity.enable()
+        self.activity.drain()
+
+    def end(self) -> None:
+        self.activity.disable()
+
+    def time(self, launch: Callable[[], Any], during: During = None) -> float:
+        self.flush()
+        launch()
+        if during is not None:
+            during()
+        self.sync()
+        records = self.activity.drain()
+        if not records:
+            raise RuntimeError("CUPTI delivered no kernel record for this launch")
+        return busy_ns(records) / 1e3
+
+
+class HostTimers:
+    """CPU suites: host clocks for every workload."""
+
+    def __init__(self) -> None:
+        self.events = HostTimer()
+
+
+def make_timers(device: str) -> HostTimers | GpuTimers:
+    return GpuTimers() if device == "cuda" else HostTimers()
+
+
+class GpuTimers:
+    """The timers of one GPU worker process and the per-workload choice between them."""
+
+    def __init__(self) -> None:
+        self.flush = L2Flush()
+        self.blocker_error = ""
+        try:
+            blocker: Blocker | None = Blocker(self.flush.cp)
+        except Exception as exc:  # no mapped host memory or no NVRTC: events without blocking
+            blocker, self.blocker_error = None, f"{type(exc).__name__}: {exc}"[:500]
+        self.events = CudaEventTimer(self.flush, blocker)
+        self._cupti: CuptiTimer | None = None
+        self.cupti_error = ""
+
+    def cupti_works(self, sample: Callable[[Any], float]) -> bool:
+        """Whether CUPTI times this workload (a launch of copies only has no kernel record)."""
+        timer = self.cupti()
+        if timer is None:
+            return False
+        timer.begin()
+        try:
+            sample(timer)
+            return True
+        except RuntimeError:
+            return False
+        finally:
+            timer.end()
+
+    def cupti(self) -> CuptiTimer | None:
+        """The CUPTI timer (its KernelActivity is the process's one CUPTI subscriber)."""
+        if self._cupti is None and not self.cupti_error:
+            try:
+                self._cupti = CuptiTimer(self.flush, KernelActivity())
+            except Exception as exc:  # no cupti-python, or CUPTI refused: events it is
+                self.cupti_error = f"{type(exc).__name__}: {exc}"[:500]
+        return self._cupti

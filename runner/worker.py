@@ -1,8 +1,11 @@
-"""The child process that imports a suite and checks or times its workloads.
+"""The child process that imports a suite and lists, checks, times, traces or profiles it.
 
 Run as `python -m runner.worker CONFIG.json`. It speaks JSON lines on a private copy of its
 stdout (the suite's own prints go to stderr), one `start` line before each workload and one
 `result` or `error` line after it, so the parent knows which workload a hang or a crash hit.
+Modes: `list`, `check` (correctness), `time` (cold samples to the stop rule), `timeline` (a few
+training steps with kernel activity traced, runner.timeline) and `profile` (each workload
+launched once inside an NVTX range, for one ncu pass over all of them, runner.profile).
 """
 
 from __future__ import annotations
@@ -12,16 +15,17 @@ import json
 import math
 import os
 import sys
-import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from runner.sampling import collect
-from runner.suite import Timing
-from runner.timers import make_timer
+from runner import gpuinfo
+from runner.sampling import MethodChoices, time_workload
+from runner.suite import SuiteError, Timing, load_suite
+from runner.timers import make_timers
 
 
 class Protocol:
@@ -92,7 +96,12 @@ def device_properties() -> dict[str, Any]:
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
     name = props["name"]
+    try:
+        bus = cupy.cuda.Device(0).pci_bus_id
+    except Exception:  # an old CuPy: NVML's index 0 is used instead
+        bus = ""
     return {
+        "pci_bus_id": bus,
         "name": name.decode() if isinstance(name, bytes) else str(name),
         "sm_count": int(props["multiProcessorCount"]),
         "memory_bytes": int(props["totalGlobalMem"]),
@@ -125,37 +134,47 @@ def normalize_check(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def time_workload(w: Any, timer: Any, timing: Timing, seed: int, clock_mhz: Any) -> dict:
-    instance = w.prepare(seed)
+def handlers(
+    config: dict[str, Any], ranges: Any, workloads: dict[str, Any]
+) -> Callable[[Any, int], dict[str, Any]]:
+    """What the worker does to one workload (and its index in the run) in this mode."""
+    mode, device = config["mode"], config["device"]
+    seed = int(config.get("seed", 0))
+    if mode == "check":
+        check = _import(config["check"]) if config.get("check") else None
+        return lambda w, _: normalize_check(check(w) if check else generic_check(w, seed))
+    if mode == "time":
+        timing = Timing(**config.get("timing", {}))
+        timers = make_timers(device)
+        choices = MethodChoices(os.environ.get("KERNELWATCH_BUILD_DIR"))
+        if device == "cuda":
+            gpuinfo.bind(device_properties()["pci_bus_id"])
+        watch = gpuinfo.ClockWatch(enabled=device == "cuda")
+        traced = _timeline_tags(config) if seed == 0 else set()
+        return lambda w, _: time_workload(
+            w, timers, choices, timing, seed, watch, trace=bool(traced & set(w.tags))
+        )
+    if mode == "timeline":  # one training step's kernels, traced (see runner.timeline)
+        from runner.sampling import trace_workload
+
+        tracer, steps = config.get("tracer", "cupti"), int(config.get("steps", 0))
+        return lambda w, _: trace_workload(w, seed, tracer, steps)
+    if mode == "profile":  # one launch per workload, under ncu (see runner.profile)
+        from runner.profile import Launcher
+
+        return Launcher([workloads[i] for i in config["ids"]], seed, ranges)
+    raise ValueError(f"unknown worker mode {mode!r}")
+
+
+def _timeline_tags(config: dict[str, Any]) -> set[str]:
+    """The suite's timeline tags (kernelwatch.toml): the first timing process traces those
+    workloads' kernels after their samples, which saves the timeline a process of its own."""
+    if config["device"] != "cuda":
+        return set()
     try:
-        reset = getattr(instance, "reset", None)
-        warm_until = time.monotonic() + timing.warmup_seconds
-        warmups = 0
-        while warmups < 2 or time.monotonic() < warm_until:
-            instance.launch()
-            timer.sync()
-            warmups += 1
-
-        def sample() -> float:
-            if reset is not None:
-                reset()
-            timer.sync()
-            return timer.time(instance.launch)
-
-        clocks_before = clock_mhz()
-        samples, reason = collect(sample, timing)
-        clocks_after = clock_mhz()
-    finally:
-        instance.close()
-    clocks = [c for c in (clocks_before, clocks_after) if c is not None]
-    return {
-        "samples": samples,
-        "stop_reason": reason,
-        "warmups": warmups,
-        "sm_clock_mhz": float(np.mean(clocks)) if clocks else None,
-        "method": timer.method,
-        "l2_flushed": timer.l2_flushed,
-    }
+        return set(load_suite(Path(config["root"])).timeline)
+    except (SuiteError, OSError):
+        return set()
 
 
 def main(config_path: str) -> int:
@@ -164,31 +183,21 @@ def main(config_path: str) -> int:
     sys.path.insert(0, config["root"])
     module = _import(config["workloads"])
     workloads = {w.id: w for w in module.all_workloads()}
-    mode = config["mode"]
-    if mode == "list":
+    if config["mode"] == "list":
         device = device_properties() if config["device"] == "cuda" else {}
         protocol.send(
             event="list", workloads=[describe(w) for w in workloads.values()], device=device
         )
         return 0
-    check = _import(config["check"]) if config.get("check") else None
-    timing = Timing(**config.get("timing", {}))
-    seed = int(config.get("seed", 0))
-    timer = make_timer(config["device"]) if mode == "time" else None
-    from runner.gpuinfo import sm_clock_mhz
-
-    clock = sm_clock_mhz if config["device"] == "cuda" else (lambda: None)
     ranges = _nvtx(config["device"])
-    for wid in config["ids"]:
+    handle = handlers(config, ranges, workloads)
+    for index, wid in enumerate(config["ids"]):
         protocol.send(event="start", id=wid)
         try:
             w = workloads[wid]
             ranges.push(wid)
             try:
-                if mode == "check":
-                    result = normalize_check(check(w) if check else generic_check(w, seed))
-                else:
-                    result = time_workload(w, timer, timing, seed, clock)
+                result = handle(w, index)
             finally:
                 ranges.pop()
             protocol.send(event="result", id=wid, result=result)
@@ -199,6 +208,8 @@ def main(config_path: str) -> int:
 
 
 class _NoRanges:
+    available = False
+
     def push(self, name: str) -> None:
         pass
 
@@ -209,9 +220,13 @@ class _NoRanges:
 class _NvtxRanges:
     """NVTX ranges name each workload in Nsight timelines."""
 
+    available = True
+
     def __init__(self) -> None:
         from cupy.cuda import nvtx
 
+        if not getattr(nvtx, "available", True):
+            raise RuntimeError("CuPy was built without NVTX")
         self.nvtx = nvtx
 
     def push(self, name: str) -> None:

@@ -15,8 +15,21 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.api.app import create_app
 
-    app = create_app(settings)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=settings.log_level.lower())
+    level = settings.log_level.lower()
+    if args.workers > 1:
+        if settings.is_sqlite:
+            _db_upgrade(args, settings)  # once, before the workers start and race for it
+        # Each worker process builds its own app (and engine) from the same environment.
+        uvicorn.run(
+            "service.api.app:create_app",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=level,
+        )
+        return 0
+    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=level)
     return 0
 
 
@@ -39,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="serve the API and pages")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
     serve.set_defaults(func=_serve)
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)

@@ -100,6 +100,10 @@ def _job_state(url: str, job_id: int) -> str:
     return httpx.get(f"{url}/api/v1/jobs/{job_id}").json()["state"]
 
 
+def _alert_states(url: str) -> set[str]:
+    return {a["state"] for a in httpx.get(f"{url}/api/v1/alerts").json()}
+
+
 def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
     url, env = service
     repo, first, second = cpu_suite_repo(tmp_path / "repo")
@@ -135,6 +139,9 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
         _wait_for(lambda: _job_state(url, job1) == "succeeded", agent, timeout=120)
         (job2,) = _push(url, repo, second, [second])
         _wait_for(lambda: _job_state(url, job2) == "succeeded", agent, timeout=120)
+        # The regression is suspected, then confirmed by the same runner, base and head
+        # interleaved: the alerts open.
+        _wait_for(lambda: _alert_states(url) == {"open"}, agent, timeout=180)
     finally:
         agent.send_signal(signal.SIGTERM)
         code = agent.wait(timeout=60)
@@ -149,6 +156,14 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
         assert metric["baseline"]["commit"] == first
         assert metric["change"] > 0.5, metric  # REPEAT 1 → 4: really slower
         assert metric["verdict"] == "regressed", metric["analysis"]
+    alerts = httpx.get(f"{url}/api/v1/alerts").json()
+    assert len(alerts) == 2
+    for alert in alerts:
+        assert alert["commit"] == second
+        assert alert["base_commit"] == first
+        assert alert["confirmed_change"] > 0.5
+    confirm_job = httpx.get(f"{url}/api/v1/jobs/{alerts[0]['confirm_job_id']}").json()
+    assert (confirm_job["kind"], confirm_job["state"]) == ("confirm", "succeeded")
     runners = httpx.get(f"{url}/api/v1/runners").json()
     assert runners[0]["name"] == "cpu-runner"
     assert runners[0]["current_job_id"] is None

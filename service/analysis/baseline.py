@@ -59,21 +59,32 @@ def nearest_results(
     session: Session, series_ids: list[int], commit_ids: list[int], k: int = K
 ) -> dict[int, list[tuple[int, int, float]]]:
     """Per series, (result id, commit id, median) at its nearest `k` ancestor commits that have
-    one, nearest first; the newest run wins at a commit measured twice."""
+    one, nearest first; the newest run wins at a commit measured twice.
+
+    The ancestry window grows (k, 4k, 16k ... commits) only while some series still lacks k
+    results: a run's series usually have results at the nearest commits, so the first small
+    window answers with k rows per series instead of every result along the whole ancestry.
+    """
     if not series_ids or not commit_ids:
         return {}
     position = {cid: i for i, cid in enumerate(commit_ids)}
-    rows = session.execute(
-        select(Result.id, Result.series_id, Result.commit_id, Result.median).where(
-            Result.series_id.in_(series_ids), Result.commit_id.in_(commit_ids)
-        )
-    ).all()
     chosen: dict[int, dict[int, tuple[int, int, float]]] = defaultdict(dict)
-    for rid, sid, cid, median in sorted(rows, key=lambda r: (position[r[2]], -r[0])):
-        per_commit = chosen[sid]
-        if cid not in per_commit and len(per_commit) < k:
-            per_commit[cid] = (rid, cid, median)
-    return {sid: list(per.values()) for sid, per in chosen.items()}
+    pending, start, width = set(series_ids), 0, k
+    while pending and start < len(commit_ids):
+        window = commit_ids[start : start + width]
+        rows = session.execute(
+            select(Result.id, Result.series_id, Result.commit_id, Result.median).where(
+                Result.series_id.in_(pending), Result.commit_id.in_(window)
+            )
+        ).all()
+        for rid, sid, cid, median in sorted(rows, key=lambda r: (position[r[2]], -r[0])):
+            per_commit = chosen[sid]
+            if cid not in per_commit and len(per_commit) < k:
+                per_commit[cid] = (rid, cid, median)
+        pending = {sid for sid in pending if len(chosen[sid]) < k}
+        start += width
+        width *= 4
+    return {sid: list(per.values()) for sid, per in chosen.items() if per}
 
 
 def baselines(

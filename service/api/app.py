@@ -15,7 +15,17 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from service.api.errors import install_error_handlers
-from service.api.routes import commits, health, jobs, runners, runs, series, webhooks
+from service.api.routes import (
+    alerts,
+    commits,
+    compare,
+    health,
+    jobs,
+    runners,
+    runs,
+    series,
+    webhooks,
+)
 from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.settings import Settings
@@ -56,7 +66,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.engine = engine
     app.state.session_factory = factory
     install_error_handlers(app)
-    for module in (health, webhooks, runs, jobs, runners, commits, series):
+    for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

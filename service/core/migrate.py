@@ -19,6 +19,23 @@ def alembic_config() -> Config:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     config = alembic_config()
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        if sqlite:
+            # Batch mode rebuilds a table (copy, DROP, rename). With foreign keys on, that DROP
+            # would cascade and delete every dependent row. The pragma only changes outside a
+            # transaction, hence before begin().
+            connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            connection.commit()
+        try:
+            with connection.begin():
+                config.attributes["connection"] = connection
+                command.upgrade(config, revision)
+                if sqlite:
+                    dangling = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
+                    if dangling:
+                        raise RuntimeError(f"migration left dangling references: {dangling[:5]}")
+        finally:
+            if sqlite:
+                connection.exec_driver_sql("PRAGMA foreign_keys=ON")
+                connection.commit()

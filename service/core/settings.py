@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,6 +31,14 @@ class Settings(BaseSettings):
     max_attempts: int = Field(default=3, gt=0, description="claims of a job before it fails")
     reaper_interval_seconds: float = Field(default=30.0, ge=0, description="0 disables it")
     log_level: str = "INFO"
+    github_token: SecretStr | None = Field(
+        default=None, description="token with commit-status write access; unset: no statuses"
+    )
+    github_api_url: str = Field(default="https://api.github.com", description="GitHub REST API")
+    github_timeout_seconds: float = Field(default=10.0, gt=0, description="per GitHub request")
+    public_url: str | None = Field(
+        default=None, description="this service's URL, for links back (commit status targets)"
+    )
 
     @field_validator("database_url")
     @classmethod

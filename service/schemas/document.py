@@ -248,6 +248,10 @@ class RunDocument(Strict):
     build: BuildIn
     workloads: list[WorkloadIn] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     log_tail: LongText = ""
+    paired_base: RunDocument | None = Field(
+        default=None,
+        description="a confirmation job's base commit, measured interleaved with this one",
+    )
 
     @field_validator("branch")
     @classmethod
@@ -262,6 +266,8 @@ class RunDocument(Strict):
             raise ValueError("finished_at is before started_at")
         if self.status == "build_failed" and self.build.status != "failed":
             raise ValueError("status is 'build_failed' but build.status is not 'failed'")
+        if self.paired_base is not None and self.paired_base.paired_base is not None:
+            raise ValueError("paired_base cannot itself carry a paired_base")
         if self.build.status == "failed" and any(w.timing for w in self.workloads):
             raise ValueError("the build failed, yet workloads carry timings")
         seen: set[tuple[str, str]] = set()

@@ -43,6 +43,7 @@ class JobPublic(BaseModel):
     finished_at: datetime | None
     summary: str
     failure: str
+    payload: dict[str, Any] = {}
 
     @classmethod
     def of(cls, job: Job, repository: str, runner: str | None) -> JobPublic:
@@ -63,6 +64,7 @@ class JobPublic(BaseModel):
             finished_at=job.finished_at,
             summary=job.summary,
             failure=job.failure,
+            payload=job.payload,
         )
 
 

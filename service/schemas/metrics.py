@@ -61,6 +61,17 @@ class Analysis(BaseModel):
     note: str
 
 
+class ChangePointPublic(BaseModel):
+    """A shift in a series' level along the branch: `commit` is the first commit after it;
+    the medians are those of the segments on either side; change = (after - before) / before."""
+
+    commit: str
+    committed_at: datetime
+    before_median: float
+    after_median: float
+    change: float
+
+
 class AbsentSeries(BaseModel):
     """A series the previous run measured that this one did not: broken or missing."""
 
@@ -84,6 +95,8 @@ class MetricPublic(BaseModel):
     change: float | None
     verdict: str | None = None
     analysis: Analysis | None = None
+    # The change point of this series on this branch whose first commit is this commit, if any.
+    change_point: ChangePointPublic | None = None
 
 
 class NcuValue(BaseModel):
@@ -189,3 +202,5 @@ class SeriesHistory(BaseModel):
     series: SeriesPublic
     branch: str
     points: list[SeriesPoint]
+    # Shifts in the series' level within the points shown, oldest first.
+    change_points: list[ChangePointPublic] = []

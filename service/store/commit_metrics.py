@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 from service.analysis.baseline import ancestry, nearest_results
 from service.models import (
     BuildResource,
+    ChangePoint,
     Commit,
     CorrectnessOutcome,
     NcuFinding,
@@ -26,7 +27,7 @@ from service.schemas import metrics as m
 from service.store.commits import commit_public, statistics
 
 
-def _latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Run]:
+def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Run]:
     """The newest run per (suite, fingerprint) at this commit on the branch."""
     query = (
         select(Run)
@@ -95,7 +96,7 @@ def _with_commits(session: Session, wanted: dict[int, int]) -> dict[int, tuple[R
 def commit_metrics(
     session: Session, commit: Commit, repository: str, branch: str | None
 ) -> m.CommitMetrics:
-    runs = _latest_runs(session, commit, branch)
+    runs = latest_runs(session, commit, branch)
     branch = runs[0].branch if runs else branch
     run_by_id = {r.id: r for r in runs}
     workloads = list(
@@ -112,6 +113,7 @@ def commit_metrics(
     baselines = _baselines(session, [r for r, _ in result_rows], branch or "", commit)
     verdicts = list(session.scalars(select(Verdict).where(Verdict.run_id.in_(run_by_id))))
     by_result = {v.result_id: v for v in verdicts if v.result_id is not None}
+    shifts = _change_points(session, commit, branch, {s.id for _, s in result_rows})
     metrics_by_wl: dict[int, list[tuple[str, m.MetricPublic]]] = defaultdict(list)
     for result, series in result_rows:
         base = baselines.get(result.id)
@@ -137,6 +139,7 @@ def commit_metrics(
                     change=(result.median - base[0].median) / base[0].median if base else None,
                     verdict=verdict.verdict if verdict else None,
                     analysis=_analysis(verdict) if verdict else None,
+                    change_point=shifts.get(series.id),
                 ),
             )
         )
@@ -216,6 +219,31 @@ def commit_metrics(
         absent=_absent(session, [v for v in verdicts if v.result_id is None]),
         verdict_counts=dict(Counter(v.verdict for v in verdicts)),
     )
+
+
+def _change_points(
+    session: Session, commit: Commit, branch: str | None, series_ids: set[int]
+) -> dict[int, m.ChangePointPublic]:
+    """Per series, the change point on the branch whose first commit is this one."""
+    if branch is None or not series_ids:
+        return {}
+    rows = session.scalars(
+        select(ChangePoint).where(
+            ChangePoint.commit_id == commit.id,
+            ChangePoint.branch == branch,
+            ChangePoint.series_id.in_(series_ids),
+        )
+    )
+    return {
+        cp.series_id: m.ChangePointPublic(
+            commit=commit.sha,
+            committed_at=commit.committed_at,
+            before_median=cp.before_median,
+            after_median=cp.after_median,
+            change=cp.change,
+        )
+        for cp in rows
+    }
 
 
 def _analysis(v: Verdict) -> m.Analysis:

@@ -4,44 +4,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.analysis.alerts import update_alerts
+from service.analysis.changepoints import update_change_points
 from service.analysis.evaluate import evaluate_run
-from service.analysis.stats import pack_samples, summarize
-from service.core.units import to_microseconds_factor
 from service.models import (
     BuildResource,
     Commit,
-    CorrectnessOutcome,
-    NcuFinding,
-    NcuMetric,
     Repository,
     Result,
     Run,
     Runner,
-    RunWorkload,
-    Series,
-    TimelineEntry,
 )
 from service.models.base import utcnow
-from service.schemas.document import RunDocument, TimingIn, WorkloadIn, params_key
+from service.schemas.document import RunDocument
 from service.store.upsert import get_or_create
+from service.store.workload_rows import SummaryMismatch, store_workloads, summarize_timings
+
+__all__ = ["DocumentConflict", "IngestOutcome", "SummaryMismatch", "ingest"]
+
+CONFIRM_ATTEMPTS = 3
 
 
 class DocumentConflict(Exception):
     """The run id is stored already, with different contents."""
-
-
-class SummaryMismatch(ValueError):
-    """The runner's own summary statistics disagree with its samples."""
 
 
 @dataclass(frozen=True)
@@ -49,38 +42,12 @@ class IngestOutcome:
     run_id: str
     stored: bool
     results: int
+    detail: str | None = None
 
 
 def document_digest(raw: Any) -> str:
     canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def series_identity(
-    repository_id: int, suite: str, workload: WorkloadIn, timing: TimingIn, fingerprint: str
-) -> str:
-    parts = [
-        str(repository_id),
-        suite,
-        workload.name,
-        params_key(workload.params),
-        timing.kernel,
-        timing.metric,
-        fingerprint,
-    ]
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
-
-
-def _check_runner_summary(where: str, timing: TimingIn, summary: Any, factor: float) -> None:
-    for field in ("n", "median", "q1", "q3", "min", "max", "mean"):
-        claimed = getattr(timing, field)
-        if claimed is None:
-            continue
-        actual = getattr(summary, field) / (1 if field == "n" else factor)
-        if not math.isclose(claimed, actual, rel_tol=1e-6, abs_tol=1e-12):
-            raise SummaryMismatch(
-                f"{where}.timing.{field} is {claimed} but the samples give {actual:.9g}"
-            )
 
 
 def ingest(
@@ -135,6 +102,7 @@ def _store(session: Session, doc: RunDocument, digest: str) -> int:
         clone_url=doc.repository.url,
         created_at=utcnow(),
     )
+    timed = summarize_timings(doc, repo.id)
     c = doc.commit
     commit = get_or_create(
         session,
@@ -188,128 +156,9 @@ def _store(session: Session, doc: RunDocument, digest: str) -> int:
         session.execute(
             insert(BuildResource), [{"run_id": run.id, **k.model_dump()} for k in doc.build.kernels]
         )
-    results = 0
-    for index, workload in enumerate(doc.workloads):
-        results += _store_workload(session, doc, run, repo.id, commit, index, workload)
+    results = store_workloads(session, doc, run, repo.id, commit, timed)
     session.flush()
-    evaluate_run(session, run)
+    verdicts = evaluate_run(session, run)
+    update_change_points(session, run)
+    update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
     return results
-
-
-def _store_workload(
-    session: Session,
-    doc: RunDocument,
-    run: Run,
-    repository_id: int,
-    commit: Commit,
-    index: int,
-    w: WorkloadIn,
-) -> int:
-    rw = RunWorkload(
-        run_id=run.id,
-        name=w.name,
-        params=w.params,
-        params_key=params_key(w.params),
-        kernels=w.kernels,
-        status=w.status,
-        error=w.error,
-        flops=w.flops,
-        bytes_moved=w.bytes,
-        timeline_source=w.timeline.source if w.timeline else None,
-        timeline_note=w.timeline.reason if w.timeline else "",
-        ncu_status=w.ncu.status if w.ncu else None,
-        ncu_note=w.ncu.reason if w.ncu else "",
-    )
-    session.add(rw)
-    session.flush()
-    if w.correctness is not None:
-        session.add(CorrectnessOutcome(run_workload_id=rw.id, **w.correctness.model_dump()))
-    if w.timeline and w.timeline.kernels:
-        session.execute(
-            insert(TimelineEntry),
-            [{"run_workload_id": rw.id, **k.model_dump()} for k in w.timeline.kernels],
-        )
-    if w.ncu and w.ncu.kernels:
-        metrics = [
-            {
-                "run_workload_id": rw.id,
-                "kernel": k.kernel,
-                "name": name,
-                "value": v.value,
-                "unit": v.unit,
-            }
-            for k in w.ncu.kernels
-            for name, v in k.metrics.items()
-        ]
-        findings = [
-            {"run_workload_id": rw.id, "kernel": k.kernel, **f.model_dump()}
-            for k in w.ncu.kernels
-            for f in k.findings
-        ]
-        if metrics:
-            session.execute(insert(NcuMetric), metrics)
-        if findings:
-            session.execute(insert(NcuFinding), findings)
-    if w.timing is None:
-        return 0
-    _store_timing(session, doc, run, repository_id, commit, index, w, rw)
-    return 1
-
-
-def _store_timing(
-    session: Session,
-    doc: RunDocument,
-    run: Run,
-    repository_id: int,
-    commit: Commit,
-    index: int,
-    w: WorkloadIn,
-    rw: RunWorkload,
-) -> None:
-    timing = w.timing
-    assert timing is not None
-    # Every duration series is kept in microseconds, whatever unit the runner wrote.
-    factor = to_microseconds_factor(timing.unit)
-    samples = np.concatenate([np.asarray(p.samples, dtype=np.float64) for p in timing.processes])
-    samples *= factor
-    summary = summarize(samples)
-    _check_runner_summary(f"workloads[{index}]", timing, summary, factor)
-    identity = series_identity(repository_id, doc.suite, w, timing, doc.environment.fingerprint)
-    series = get_or_create(
-        session,
-        Series,
-        {"identity": identity},
-        repository_id=repository_id,
-        suite=doc.suite,
-        workload=w.name,
-        params=w.params,
-        params_key=params_key(w.params),
-        kernel=timing.kernel,
-        metric=timing.metric,
-        unit="us",
-        fingerprint=doc.environment.fingerprint,
-        created_at=utcnow(),
-    )
-    clocks = [p.sm_clock_mhz for p in timing.processes if p.sm_clock_mhz is not None]
-    session.add(
-        Result(
-            run_id=run.id,
-            run_workload_id=rw.id,
-            series_id=series.id,
-            commit_id=commit.id,
-            branch=doc.branch,
-            committed_at=commit.committed_at,
-            n=summary.n,
-            median=summary.median,
-            q1=summary.q1,
-            q3=summary.q3,
-            min=summary.min,
-            max=summary.max,
-            mean=summary.mean,
-            stdev=summary.stdev,
-            samples=pack_samples(samples),
-            process_counts=[len(p.samples) for p in timing.processes],
-            method=timing.method,
-            sm_clock_mhz=float(np.median(clocks)) if clocks else None,
-        )
-    )

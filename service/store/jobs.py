@@ -101,7 +101,11 @@ def claim(session: Session, runner: Runner, lease_seconds: int) -> Claim | None:
     now = utcnow()
     candidate = (
         select(Job.id)
-        .where(Job.state == "queued", Job.label_key.in_(claimable_label_keys(runner.labels)))
+        .where(
+            Job.state == "queued",
+            # Every runner also carries runner=<its name>: jobs pinned to one runner use it.
+            Job.label_key.in_(claimable_label_keys({**runner.labels, "runner": runner.name})),
+        )
         .order_by(Job.id)
         .limit(1)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -9,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.analysis.stats import unpack_samples
 from service.core.errors import ApiError
-from service.models import Commit, Repository, Result, Run, Series
+from service.models import ChangePoint, Commit, Repository, Result, Run, Series
 from service.schemas import metrics as m
 from service.schemas.document import params_key
 from service.store.commits import statistics
@@ -109,4 +110,37 @@ def history(
         )
         for r, sha, author, message, run_uuid in rows
     ]
-    return m.SeriesHistory(series=series_public(series, repository), branch=branch, points=points)
+    return m.SeriesHistory(
+        series=series_public(series, repository),
+        branch=branch,
+        points=points,
+        change_points=change_points(session, series.id, branch, points[0].committed_at)
+        if points
+        else [],
+    )
+
+
+def change_points(
+    session: Session, series_id: int, branch: str, since: datetime
+) -> list[m.ChangePointPublic]:
+    """The series' stored change points on the branch from `since` on, oldest first."""
+    rows = session.execute(
+        select(ChangePoint, Commit.sha, Commit.committed_at)
+        .join(Commit, Commit.id == ChangePoint.commit_id)
+        .where(
+            ChangePoint.series_id == series_id,
+            ChangePoint.branch == branch,
+            Commit.committed_at >= since,
+        )
+        .order_by(Commit.committed_at, ChangePoint.id)
+    ).all()
+    return [
+        m.ChangePointPublic(
+            commit=sha,
+            committed_at=committed_at,
+            before_median=cp.before_median,
+            after_median=cp.after_median,
+            change=cp.change,
+        )
+        for cp, sha, committed_at in rows
+    ]

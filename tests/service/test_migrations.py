@@ -32,3 +32,47 @@ def test_downgrade_to_base_and_up_again(engine: Engine) -> None:
     assert "runs" not in inspect(engine).get_table_names()
     upgrade(engine)
     assert "runs" in inspect(engine).get_table_names()
+
+
+def test_upgrading_a_populated_database_keeps_its_rows(engine: Engine) -> None:
+    # Batch-mode table rebuilds on SQLite once cascaded deletes through the foreign keys.
+    from sqlalchemy import text
+
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0001")
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO repositories (id, name, created_at) "
+                "VALUES (1, 'a/b', '2026-01-01 00:00:00+00:00')"
+            )
+        )
+        conn.execute(
+            text(
+                "INSERT INTO commits (id, repository_id, sha, parents, author_name, author_email, "
+                "message, committed_at) VALUES (1, 1, :sha, '[]', '', '', '', "
+                "'2026-01-01 00:00:00+00:00')"
+            ),
+            {"sha": "a" * 40},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO runs (id, run_uuid, document_sha256, repository_id, commit_id, suite, "
+                "branch, status, fingerprint, gpu_name, environment, build_status, build_log_tail, "
+                "log_tail, started_at, finished_at, received_at) VALUES (1, 'run-0001', 'x', 1, 1, "
+                "'s', 'main', 'succeeded', 'f', 'g', '{}', 'ok', '', '', "
+                "'2026-01-01 00:00:00+00:00', '2026-01-01 00:00:00+00:00', "
+                "'2026-01-01 00:00:00+00:00')"
+            )
+        )
+    upgrade(engine)
+    with engine.connect() as conn:
+        counts = [
+            conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one()
+            for t in ("repositories", "commits", "runs")
+        ]
+        labels = conn.execute(text("SELECT runner_label_sets FROM repositories")).scalar_one()
+    assert counts == [1, 1, 1]
+    assert labels in ([{}], "[{}]")

@@ -27,17 +27,18 @@ def test_example_document_is_stored_whole(server: LiveServer, engine: Engine) ->
         answer = client.post("/api/v1/runs", json=example_document())
     assert answer.status_code == 201, answer.text
     assert answer.json()["stored"] is True
-    assert answer.json()["results"] == 2
+    assert answer.json()["results"] == 3
     counts = row_counts(engine)
     assert counts["runs"] == 1
-    assert counts["results"] == 2
+    assert counts["results"] == 3
     assert counts["run_workloads"] == 3
     assert counts["correctness_outcomes"] == 3
-    assert counts["build_resources"] == 3
-    assert counts["ncu_metrics"] == 12
-    assert counts["ncu_findings"] == 2
-    assert counts["timeline_entries"] == 4
-    assert counts["series"] == 2
+    assert counts["build_resources"] == 10
+    assert counts["ncu_metrics"] == 117
+    assert counts["ncu_findings"] == 50
+    assert counts["timeline_entries"] == 6
+    assert counts["series"] == 3
+    assert counts["verdicts"] == 3
 
 
 def test_same_run_twice_is_stored_once(server: LiveServer, engine: Engine) -> None:
@@ -50,7 +51,7 @@ def test_same_run_twice_is_stored_once(server: LiveServer, engine: Engine) -> No
     assert second.json()["stored"] is False
     assert "already stored" in second.json()["detail"]
     assert row_counts(engine)["runs"] == 1
-    assert row_counts(engine)["results"] == 2
+    assert row_counts(engine)["results"] == 3
 
 
 def test_same_run_id_with_other_contents_is_a_conflict(server: LiveServer, engine: Engine) -> None:
@@ -64,7 +65,7 @@ def test_same_run_id_with_other_contents_is_a_conflict(server: LiveServer, engin
         answer = client.post("/api/v1/runs", json=changed)
     assert answer.status_code == 409
     assert "different contents" in answer.json()["detail"]
-    assert row_counts(engine)["results"] == 2
+    assert row_counts(engine)["results"] == 3
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token"])
@@ -108,7 +109,7 @@ def _unknown_time_unit(doc: dict) -> None:
 
 
 def _unknown_ncu_unit(doc: dict) -> None:
-    metrics = doc["workloads"][0]["ncu"]["kernels"][0]["metrics"]
+    metrics = doc["workloads"][1]["ncu"]["kernels"][0]["metrics"]
     metrics["dram__bytes_read.sum"]["unit"] = "furlong"
 
 
@@ -133,7 +134,9 @@ def _summary_lies(doc: dict) -> None:
 
 
 def _timing_on_failed_check(doc: dict) -> None:
-    doc["workloads"][2]["timing"] = copy.deepcopy(_timing(doc))
+    failed = doc["workloads"][2]
+    failed["status"] = "correctness_failed"
+    failed["correctness"].update(passed=False, error_norm=0.5)
 
 
 def _passed_above_tolerance(doc: dict) -> None:
@@ -248,6 +251,6 @@ def test_get_run_answers_what_was_stored(server: LiveServer) -> None:
         missing = client.get("/api/v1/runs/does-not-exist")
     assert run.status_code == 200
     assert run.json()["commit"] == doc["commit"]["sha"]
-    assert run.json()["results"] == 2
+    assert run.json()["results"] == 3
     assert run.json()["environment"]["gpu"]["sm_count"] == 132
     assert missing.status_code == 404

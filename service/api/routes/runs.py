@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from service.api.body import read_json_body
-from service.api.deps import Caller, CallerDep, SessionDep, SessionFactoryDep, SettingsDep
+from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
-from service.models import Commit, Repository, Result, Run, Runner
-from service.schemas.document import RunDocument, RunnerIn, find_non_finite
+from service.integrations import github
+from service.models import Commit, Repository, Result, Run
+from service.schemas.document import RunDocument, find_non_finite
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
-from service.store.jobs import current_attempt, finish
+from service.store.runner_results import store_runner_document
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -40,7 +38,11 @@ _DOCUMENT_BODY = {
     responses={200: {"model": RunStored, "description": "Already stored; nothing changed"}},
 )
 async def post_run(
-    request: Request, caller: CallerDep, settings: SettingsDep, factory: SessionFactoryDep
+    request: Request,
+    caller: CallerDep,
+    settings: SettingsDep,
+    factory: SessionFactoryDep,
+    background: BackgroundTasks,
 ) -> JSONResponse:
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
     raw = await read_json_body(request, settings.max_body_bytes)
@@ -52,8 +54,13 @@ async def post_run(
     except ValidationError as exc:
         return validation_response(list(exc.errors()), "document")
     try:
-        within = None if caller.admin else _lease_check(doc, caller)
-        outcome = await run_in_threadpool(ingest, factory, doc, raw, within)
+        if caller.admin:
+            outcome = await run_in_threadpool(ingest, factory, doc, raw)
+        else:
+            assert caller.runner_id is not None
+            outcome = await run_in_threadpool(
+                store_runner_document, factory, doc, raw, caller.runner_id
+            )
     except DocumentConflict as exc:
         raise ApiError(409, str(exc)) from exc
     except SummaryMismatch as exc:
@@ -62,42 +69,17 @@ async def post_run(
         run_id=outcome.run_id,
         stored=outcome.stored,
         results=outcome.results,
-        detail=(
+        detail=outcome.detail
+        or (
             f"stored run {outcome.run_id} with {outcome.results} results"
             if outcome.stored
             else f"run {outcome.run_id} was already stored; nothing changed"
         ),
     )
+    if outcome.stored and github.enabled(settings):
+        # After the answer is sent: the runner never waits on GitHub, nor fails because of it.
+        background.add_task(github.report_run, factory, settings, outcome.run_id)
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())
-
-
-def _lease_check(
-    doc: RunDocument, caller: Caller
-) -> Callable[[Session], Callable[[Session], None]]:
-    """A runner's results count only under the job's current attempt token."""
-
-    def within(session: Session) -> Callable[[Session], None]:
-        if doc.job_id is None or not doc.lease_token:
-            raise ApiError(409, "a runner's document needs job_id and lease_token of its claim")
-        runner = session.get(Runner, caller.runner_id)
-        assert runner is not None
-        if doc.runner is not None and doc.runner.name != runner.name:
-            raise ApiError(
-                409,
-                f"the document names runner {doc.runner.name!r}, "
-                f"but the token belongs to {runner.name!r}",
-            )
-        if doc.runner is None:
-            # The token says which runner this is; the document need not repeat it.
-            doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
-        job = current_attempt(session, doc.job_id, doc.lease_token, runner)
-        if job.commit_sha != doc.commit.sha:
-            raise ApiError(
-                409, f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}"
-            )
-        return lambda s: finish(s, job, succeeded=True)
-
-    return within
 
 
 @router.get("/{run_id}", response_model=RunPublic)

@@ -1,0 +1,1 @@
+"""Scripts that print the figures the issues ask for."""

@@ -1,0 +1,194 @@
+"""Cost and stability of the GPU runner on the default suite (issue 5, item 10), on a GPU host.
+
+    python -m benchmarks.runner_cost [--runs 2] [--only REGEX] [--out DIR]
+        [--repository-name OWNER/NAME] [--author "Name <email>"] [--message TEXT]
+        [--runner-name NAME] [--verbose]
+
+Copies this working tree into a temporary git repository (one commit), then runs
+`runner.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
+suite's processes, timeline and ncu, each run from a fresh build. Prints, per run, the seconds
+of every stage (from the `Progress` hooks the pipeline calls) against the 120 s budget, and per
+workload the median of each run, their difference and PASS/FAIL against 1% for workloads of
+50 us and more. `--out` keeps each run's result document (run-1.json, ...). Exits 1 on a FAIL.
+Needs only the runner's dependencies (NumPy, CuPy, the CUDA tools; cupti-python optional).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.pipeline import Progress, RunRequest, execute
+
+ROOT = Path(__file__).resolve().parents[1]
+BUDGET_S = 120.0
+STABLE_PCT = 1.0
+STABLE_MIN_US = 50.0
+SKIP = {".git", ".venv", ".whl", ".gl", "__pycache__", ".pytest_cache", ".ruff_cache",
+        ".kernelwatch", "build", "artifacts", "node_modules"}  # fmt: skip
+
+
+class StageClock(Progress):
+    """Seconds per stage: a stage lasts until the next one starts (or the run returns)."""
+
+    def __init__(self, verbose: bool = False) -> None:
+        self.stages: list[list[Any]] = []
+        self.verbose = verbose
+        self.lines: list[str] = []
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.finish()
+        self.stages.append([name, time.perf_counter(), None])
+
+    def log(self, line: str) -> None:
+        self.lines.append(line)
+        if self.verbose:
+            print(line, flush=True)
+
+    def finish(self) -> None:
+        if self.stages and self.stages[-1][2] is None:
+            self.stages[-1][2] = time.perf_counter()
+
+    def seconds(self) -> dict[str, float]:
+        return {name: end - start for name, start, end in self.stages}
+
+
+def snapshot(src: Path, dst: Path, author: str, message: str) -> str:
+    """dst: a git repository whose one commit holds src's files (git-tracked and untracked but
+    not ignored where src is a repository, else everything but caches and environments)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=src, capture_output=True
+    )
+    if listed.returncode == 0 and listed.stdout:
+        for rel in filter(None, listed.stdout.decode().split("\0")):
+            if (src / rel).is_file() and not SKIP & set(Path(rel).parts):
+                (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src / rel, dst / rel)
+    else:
+        shutil.copytree(src, dst, ignore=lambda _, names: [n for n in names if n in SKIP],
+                        dirs_exist_ok=True)  # fmt: skip
+    name, _, email = author.partition("<")
+    env = {**os.environ, "GIT_AUTHOR_NAME": name.strip(), "GIT_COMMITTER_NAME": name.strip(),
+           "GIT_AUTHOR_EMAIL": email.rstrip(">").strip(),
+           "GIT_COMMITTER_EMAIL": email.rstrip(">").strip()}  # fmt: skip
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", *cmd], cwd=dst, env=env, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dst, capture_output=True, text=True)
+    return sha.stdout.strip()
+
+
+def key(w: dict[str, Any]) -> str:
+    return f"{w['name']}[{','.join(f'{k}={v}' for k, v in sorted(w['params'].items()))}]"
+
+
+def stage_table(clocks: list[StageClock], totals: list[float]) -> list[str]:
+    names = list(dict.fromkeys(n for c in clocks for n in c.seconds()))
+    head = "| stage | " + " | ".join(f"run {i + 1} s" for i in range(len(clocks))) + " |"
+    rows = [head, "|---" * (len(clocks) + 1) + "|"]
+    for name in names:
+        cells = [f"{c.seconds().get(name, 0.0):.1f}" for c in clocks]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    verdicts = [f"{t:.1f} {'PASS' if t <= BUDGET_S else 'FAIL'}" for t in totals]
+    rows.append(f"| total (budget {BUDGET_S:g} s) | " + " | ".join(verdicts) + " |")
+    return rows
+
+
+def stability_table(docs: list[dict[str, Any]]) -> tuple[list[str], int]:
+    first, second = docs[0], docs[-1]
+    other = {key(w): w for w in second["workloads"]}
+    rows = ["| workload | method | run 1 median us | run 2 median us | diff % | verdict |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    failures = 0
+    for w in first["workloads"]:
+        a, b = w.get("timing"), (other.get(key(w)) or {}).get("timing")
+        if not a or not b:
+            rows.append(f"| {key(w)} | - | - | - | - | no timing ({w['status']}) |")
+            failures += w["status"] != "skipped"
+            continue
+        diff = 100.0 * (b["median"] - a["median"]) / a["median"]
+        if a["median"] < STABLE_MIN_US:
+            verdict = f"(< {STABLE_MIN_US:g} us)"
+        else:
+            verdict = "PASS" if abs(diff) <= STABLE_PCT else "FAIL"
+            failures += verdict == "FAIL"
+        rows.append(f"| {key(w)} | {a['method']} | {a['median']:.2f} | {b['median']:.2f} | "
+                    f"{diff:+.2f} | {verdict} |")  # fmt: skip
+    return rows, failures
+
+
+def summary(doc: dict[str, Any]) -> str:
+    ncu = [w["ncu"]["status"] for w in doc["workloads"] if w.get("ncu")]
+    lines = [w["timeline"] for w in doc["workloads"] if w.get("timeline")]
+    methods = [w["timing"]["method"] for w in doc["workloads"] if w.get("timing")]
+    env = doc["environment"]
+    return (
+        f"status {doc['status']}; {len(doc['workloads'])} workloads; methods "
+        f"{ {m: methods.count(m) for m in sorted(set(methods))} }; ncu "
+        f"{ {s: ncu.count(s) for s in sorted(set(ncu))} }; timeline "
+        f"{[t['source'] for t in lines]}; GPU {env['gpu']['name']} driver "
+        f"{env.get('driver_version')} clocks {env.get('clocks_mhz')}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--only", help="regular expression over workload ids (default: all)")
+    parser.add_argument("--out", type=Path, help="folder for the result documents")
+    parser.add_argument("--repository-name", default=None)
+    parser.add_argument("--author", default="kernelwatch benchmark <bench@kernelwatch.invalid>")
+    parser.add_argument("--message", default="runner_cost: the working tree as one commit")
+    parser.add_argument("--runner-name", help="the document's runner name (default: none)")
+    parser.add_argument("--verbose", action="store_true", help="print the runs' log lines")
+    args = parser.parse_args(argv)
+    docs, clocks, totals = [], [], []
+    runner = None
+    if args.runner_name:
+        runner = {"name": args.runner_name, "host": socket.gethostname(), "labels": {}}
+    with tempfile.TemporaryDirectory(prefix="kw-runner-cost-") as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        sha = snapshot(ROOT, repo, args.author, args.message)
+        print(f"suite repository {repo} at {sha[:12]}", flush=True)
+        for run in range(args.runs):
+            clock = StageClock(args.verbose)
+            request = RunRequest(
+                source=str(repo),
+                rev=sha,
+                only=args.only,
+                branch="main",
+                repository=args.repository_name,
+                cache_dir=Path(tmp) / "cache",
+                runner=runner,
+            )
+            started = time.perf_counter()
+            doc = execute(request, clock)
+            totals.append(time.perf_counter() - started)
+            clock.finish()
+            docs.append(doc)
+            clocks.append(clock)
+            print(f"run {run + 1}: {totals[-1]:.1f} s; {summary(doc)}", flush=True)
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"run-{run + 1}.json").write_text(json.dumps(doc, indent=1))
+    print("\n".join(stage_table(clocks, totals)))
+    rows, failures = stability_table(docs) if len(docs) > 1 else ([], 0)
+    print("\n".join(rows))
+    over = sum(t > BUDGET_S for t in totals)
+    within = f">= {STABLE_MIN_US:g} us within {STABLE_PCT:g}%"
+    print(f"budget: {len(totals) - over} of {len(totals)} runs within {BUDGET_S:g} s; "
+          f"stability: {failures} FAIL ({within})")  # fmt: skip
+    return 1 if failures or over else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""Alerts: suspected at a regression verdict, confirmed by an interleaved re-run, triaged by
+people, closed as fixed when a later commit brings the series back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.analysis.attribution import attribute
+from service.analysis.verdicts import class_floor
+from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series, Verdict
+from service.models.base import utcnow
+from service.store import jobs as queue
+
+ACTIVE = ("suspected", "open", "acknowledged")
+CONFIRM_ALPHA = 0.01
+
+
+def transition(session: Session, alert: Alert, to_state: str, actor: str, note: str = "") -> None:
+    session.add(
+        AlertEvent(
+            alert_id=alert.id, from_state=alert.state, to_state=to_state, actor=actor, note=note
+        )
+    )
+    alert.state, alert.updated_by, alert.updated_at = to_state, actor, utcnow()
+    if note:
+        alert.note = note
+
+
+def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attempts: int) -> None:
+    """Open suspected alerts for new regressions (with one confirmation job for the run) and
+    close active alerts whose series came back."""
+    active = {
+        a.series_id: a
+        for a in session.scalars(
+            select(Alert).where(
+                Alert.series_id.in_([v.series_id for v in verdicts]),
+                Alert.state.in_(ACTIVE),
+                Alert.branch == run.branch,
+            )
+        )
+    }
+    suspected: list[Alert] = []
+    for v in verdicts:
+        alert = active.get(v.series_id)
+        if v.verdict == "regressed" and alert is None:
+            suspected.append(_suspect(session, run, v))
+        elif alert is not None and alert.state != "suspected" and _back(session, alert, v):
+            alert.fixed_by_commit_id = run.commit_id
+            transition(
+                session,
+                alert,
+                "fixed",
+                "kernelwatch",
+                f"back to baseline at {_sha(session, run.commit_id)[:12]}",
+            )
+    if suspected:
+        _queue_confirmation(session, run, suspected, max_attempts)
+
+
+def _sha(session: Session, commit_id: int | None) -> str:
+    commit = session.get(Commit, commit_id) if commit_id else None
+    return commit.sha if commit else ""
+
+
+def _back(session: Session, alert: Alert, v: Verdict) -> bool:
+    """The head is within the class floor of the median the alert regressed from."""
+    base = alert.attribution.get("base_median")
+    if v.result_id is None or not base:
+        return False
+    from service.models import Result
+
+    result = session.get(Result, v.result_id)
+    return result is not None and (result.median - base) / base <= class_floor(base)
+
+
+def _suspect(session: Session, run: Run, v: Verdict) -> Alert:
+    series = session.get(Series, v.series_id)
+    assert series is not None and v.change is not None
+    base_commit_id = v.baseline_commits[0] if v.baseline_commits else None
+    base_run = (
+        session.scalars(
+            select(Run)
+            .where(
+                Run.commit_id == base_commit_id,
+                Run.suite == run.suite,
+                Run.fingerprint == run.fingerprint,
+            )
+            .order_by(Run.id.desc())
+        ).first()
+        if base_commit_id
+        else None
+    )
+    attribution = attribute(session, series, run, base_run, v.change)
+    attribution["base_median"] = v.baseline_median
+    alert = Alert(
+        repository_id=run.repository_id,
+        series_id=series.id,
+        run_id=run.id,
+        commit_id=run.commit_id,
+        base_commit_id=base_commit_id,
+        branch=run.branch,
+        state="suspected",
+        change=v.change,
+        summary=attribution["summary"],
+        attribution=attribution,
+    )
+    session.add(alert)
+    session.flush()
+    session.add(
+        AlertEvent(
+            alert_id=alert.id,
+            from_state=None,
+            to_state="suspected",
+            actor="kernelwatch",
+            note=f"regressed {v.change:+.1%} (q = {v.q_value:.2g}); confirmation queued",
+        )
+    )
+    return alert
+
+
+def _queue_confirmation(session: Session, run: Run, alerts: list[Alert], max_attempts: int) -> None:
+    """One job: the same runner builds base and head and times them interleaved, A B A B."""
+    head = session.get(Commit, run.commit_id)
+    base_ids = {a.base_commit_id for a in alerts}
+    runner = session.get(Runner, run.runner_id) if run.runner_id else None
+    labels = {"runner": runner.name} if runner else {}
+    for base_id in base_ids:
+        group = [a for a in alerts if a.base_commit_id == base_id]
+        workloads = []
+        for alert in group:
+            series = session.get(Series, alert.series_id)
+            assert series is not None
+            workloads.append({"name": series.workload, "params": series.params})
+        (job,) = queue.enqueue(
+            session,
+            repository_id=run.repository_id,
+            sha=head.sha if head else "",
+            branch=run.branch,
+            label_sets=[labels],
+            max_attempts=max_attempts,
+            kind="confirm",
+            summary=f"confirm {len(group)} regression(s) against {_sha(session, base_id)[:12]}",
+        )
+        job.payload = {
+            "base_sha": _sha(session, base_id),
+            "alert_ids": [a.id for a in group],
+            "workloads": workloads,
+            "suite": run.suite,
+        }
+        for alert in group:
+            alert.confirm_job_id = job.id
+
+
+def confirm(
+    session: Session, job: Job, head: dict[str, Any], base: dict[str, Any], actor: str
+) -> list[Alert]:
+    """Judge each alert of a confirmation job on the interleaved base and head samples."""
+    alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
+    for alert in alerts:
+        series = session.get(Series, alert.series_id)
+        assert series is not None
+        head_samples = _samples(head, series)
+        base_samples = _samples(base, series)
+        if alert.state != "suspected":
+            continue
+        if head_samples is None or base_samples is None:
+            transition(
+                session,
+                alert,
+                "dismissed",
+                actor,
+                "the confirmation run did not measure this workload on both sides",
+            )
+            continue
+        b, h = float(np.median(base_samples)), float(np.median(head_samples))
+        change = (h - b) / b
+        p = float(mannwhitneyu(head_samples, base_samples, alternative="greater").pvalue)
+        alert.confirmed_change = change
+        alert.attribution = {
+            **alert.attribution,
+            "confirmation": {
+                "base_median": b,
+                "head_median": h,
+                "change": change,
+                "p_value": p,
+                "base_n": int(base_samples.size),
+                "head_n": int(head_samples.size),
+            },
+        }
+        # Bonferroni across the job's alerts: a handful at most.
+        if p <= CONFIRM_ALPHA / len(alerts) and change > class_floor(b):
+            transition(
+                session, alert, "open", actor, f"confirmed interleaved: {change:+.1%} (p = {p:.2g})"
+            )
+        else:
+            transition(
+                session,
+                alert,
+                "dismissed",
+                actor,
+                f"not reproduced interleaved: {change:+.1%} (p = {p:.2g})",
+            )
+    return alerts
+
+
+def _samples(document: dict[str, Any], series: Series) -> np.ndarray | None:
+    for w in document.get("workloads", []):
+        if w["name"] == series.workload and w["params"] == series.params and w.get("timing"):
+            timing = w["timing"]
+            factor = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[timing["unit"]]
+            return (
+                np.concatenate(
+                    [np.asarray(p["samples"], dtype=np.float64) for p in timing["processes"]]
+                )
+                * factor
+            )
+    return None

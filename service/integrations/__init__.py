@@ -1,0 +1,1 @@
+"""Reporting to systems outside kernelwatch (GitHub commit statuses)."""

@@ -1,0 +1,309 @@
+"""GitHub commit statuses: one per commit and suite, from the verdicts stored at ingest.
+
+Posted only when `KERNELWATCH_GITHUB_TOKEN` is set and the repository is named like a GitHub
+repository (`owner/name`, as the webhook registers it). The context is `kernelwatch/<suite>`;
+the target URL is `<KERNELWATCH_PUBLIC_URL>/commits/<sha>` when the public URL is set.
+
+The state of a commit and suite is decided over the newest run of each environment (GPU
+fingerprint) at that commit, so a clean run on a second GPU cannot hide a regression on the first:
+
+- ``failure``: a build failed, or a series regressed, or one broke (correctness failed; the
+  workload failed, timed out or crashed; the build broke it). The code is to blame.
+- ``error``: a run the runner reported as failed, with none of the above to blame it on: the
+  measurement went wrong, not (as far as kernelwatch can tell) the code.
+- ``success``: everything else, including a first run (every series new) and missing series.
+
+The description counts the verdicts ("1 regressed, 2 improved, 37 unchanged") and names the
+worst series ("gemm_fwd 1024³ gelu +7.8%"), cut to GitHub's 140 characters.
+
+Talking to GitHub never fails an ingest: the status is posted after the result document is
+stored and answered; a timeout, a connection error or a 5xx is retried a couple of times with a
+short backoff; whatever still fails is logged with the status code. The token is sent only in
+the Authorization header and is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.analysis.evaluate import BROKEN_STATES
+from service.core.settings import Settings
+from service.models import Commit, Repository, Run, RunWorkload, Series, Verdict
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "2022-11-28"
+MAX_DESCRIPTION = 140
+# Seconds to wait before the second and the third attempt.
+RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
+COUNT_ORDER = ("regressed", "broken", "improved", "unchanged", "new", "missing")
+
+_REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_SUPERSCRIPT = {2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹"}
+# Statuses of one commit and suite are read and posted one at a time (per process), so that a
+# slower report of an earlier run cannot overwrite the report that already counts a later one.
+_LOCKS = tuple(threading.Lock() for _ in range(64))
+
+
+@dataclass(frozen=True)
+class CommitStatus:
+    repository: str
+    sha: str
+    state: str  # error | failure | pending | success
+    description: str
+    context: str
+    target_url: str | None = None
+
+    def payload(self) -> dict[str, str]:
+        body = {"state": self.state, "description": self.description, "context": self.context}
+        if self.target_url:
+            body["target_url"] = self.target_url
+        return body
+
+
+def enabled(settings: Settings) -> bool:
+    token = settings.github_token
+    return token is not None and bool(token.get_secret_value().strip())
+
+
+def is_github_repository(name: str) -> bool:
+    return bool(_REPOSITORY.match(name)) and not name.endswith((".git", "/.", "/.."))
+
+
+def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str) -> None:
+    """Post the status of the commit and suite of a freshly stored run; never raises."""
+    try:
+        with factory() as session:
+            key = session.execute(
+                select(Repository.name, Commit.sha, Run.suite)
+                .join(Commit, Commit.id == Run.commit_id)
+                .join(Repository, Repository.id == Run.repository_id)
+                .where(Run.run_uuid == run_uuid)
+            ).one_or_none()
+        if key is None or not is_github_repository(key[0]) or not _SHA.match(key[1]):
+            log.debug("run %s: not a GitHub repository commit; no status posted", run_uuid)
+            return
+        with _LOCKS[hash(tuple(key)) % len(_LOCKS)]:
+            with factory() as session:
+                status = commit_status(session, run_uuid, settings.public_url)
+            if status is not None:
+                post_status(settings, status)
+    except Exception:
+        log.exception("run %s: could not report a GitHub commit status", run_uuid)
+
+
+def commit_status(session: Session, run_uuid: str, public_url: str | None) -> CommitStatus | None:
+    """The status of the commit and suite of `run_uuid`, from what is stored now."""
+    row = session.execute(
+        select(Run, Commit.sha, Repository.name)
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Repository, Repository.id == Run.repository_id)
+        .where(Run.run_uuid == run_uuid)
+    ).one_or_none()
+    if row is None:
+        return None
+    run, sha, repository = row
+    runs = _newest_per_environment(session, run)
+    state, description = summarize(session, runs)
+    return CommitStatus(
+        repository=repository,
+        sha=sha,
+        state=state,
+        description=description,
+        context=f"kernelwatch/{run.suite}",
+        target_url=f"{public_url.rstrip('/')}/commits/{sha}" if public_url else None,
+    )
+
+
+def _newest_per_environment(session: Session, run: Run) -> list[Run]:
+    candidates = session.scalars(
+        select(Run)
+        .where(Run.commit_id == run.commit_id, Run.suite == run.suite)
+        .order_by(Run.finished_at.desc(), Run.id.desc())
+    )
+    newest: dict[str, Run] = {}
+    for candidate in candidates:
+        newest.setdefault(candidate.fingerprint, candidate)
+    return list(newest.values())
+
+
+def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
+    """(state, description) over the given runs of one commit and suite."""
+    ids = [r.id for r in runs]
+    gpus = {r.id: r.gpu_name for r in runs}
+    several = len(runs) > 1
+    counts: Counter[str] = Counter()
+    broken: dict[tuple[int, str, str], str] = {}
+    worst: tuple[float, str] | None = None
+    rows = session.execute(
+        select(Verdict, Series)
+        .join(Series, Series.id == Verdict.series_id)
+        .where(Verdict.run_id.in_(ids))
+        .order_by(Verdict.id)
+    ).all()
+    for verdict, series in rows:
+        label = series_label(series.workload, series.params, series.kernel)
+        gpu = f" on {gpus[verdict.run_id]}" if several and gpus.get(verdict.run_id) else ""
+        if verdict.verdict == "broken":
+            reason = verdict.note.split(":", 1)[0].replace("_", " ") or "broken"
+            broken.setdefault(
+                (verdict.run_id, series.workload, series.params_key), f"{label}{gpu}: {reason}"
+            )
+            continue
+        counts[verdict.verdict] += 1
+        change = verdict.change
+        if verdict.verdict != "regressed" or change is None:
+            continue
+        if worst is None or change > worst[0]:
+            worst = (change, f"{label} {change * 100:+.1f}%{gpu}")
+    workloads = session.scalars(
+        select(RunWorkload)
+        .where(RunWorkload.run_id.in_(ids), RunWorkload.status.in_(BROKEN_STATES))
+        .order_by(RunWorkload.id)
+    )
+    for w in workloads:
+        label = series_label(w.name, w.params, None)
+        if several and gpus.get(w.run_id):
+            label += f" on {gpus[w.run_id]}"
+        reason = w.status.replace("_", " ")
+        broken.setdefault((w.run_id, w.name, w.params_key), f"{label}: {reason}")
+    counts["broken"] = len(broken)
+
+    build_failed = any(r.status == "build_failed" for r in runs)
+    parts = ["build failed"] if build_failed else []
+    parts += [f"{counts[name]} {name}" for name in COUNT_ORDER if counts[name]]
+    if build_failed or counts["regressed"] or counts["broken"]:
+        state = "failure"
+    elif any(r.status == "failed" for r in runs):
+        state = "error"
+        parts.insert(0, "the run failed")
+    else:
+        state = "success"
+    text = ", ".join(parts) or "no results"
+    named = worst[1] if worst else next(iter(broken.values()), None)
+    if named:
+        text += f" ({named})"
+    return state, cut(text)
+
+
+def cut(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def series_label(workload: str, params: dict[str, Any], kernel: str | None) -> str:
+    """'gemm_fwd 1024³ gelu' for {"m": 1024, "n": 1024, "k": 1024, "act": "gelu"}."""
+    numbers = [v for v in params.values() if _is_number(v)]
+    parts = [workload]
+    if len(numbers) > 1 and len(set(numbers)) == 1 and len(numbers) in _SUPERSCRIPT:
+        parts.append(f"{_number(numbers[0])}{_SUPERSCRIPT[len(numbers)]}")
+    elif numbers:
+        parts.append("×".join(_number(n) for n in numbers))
+    for name, value in params.items():
+        if isinstance(value, str):
+            parts.append(value)
+        elif not _is_number(value):
+            parts.append(f"{name}={_plain(value)}")
+    if kernel and kernel not in parts:
+        parts.append(kernel)
+    return " ".join(parts)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(_plain(v) for v in value)
+    return str(value).lower() if isinstance(value, bool | None) else str(value)
+
+
+def post_status(
+    settings: Settings, status: CommitStatus, *, client: httpx.Client | None = None
+) -> bool:
+    """POST /repos/{owner}/{repo}/statuses/{sha}; True when GitHub took it."""
+    assert settings.github_token is not None
+    token = settings.github_token.get_secret_value().strip()
+    url = f"{settings.github_api_url.rstrip('/')}/repos/{status.repository}/statuses/{status.sha}"
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "Authorization": f"Bearer {token}",
+        "X-GitHub-Api-Version": API_VERSION,
+        "User-Agent": "kernelwatch",
+    }
+    where = f"{status.repository}@{status.sha[:12]} {status.context}"
+    own = client is None
+    http = client or httpx.Client(timeout=settings.github_timeout_seconds)
+    try:
+        for attempt, delay in enumerate((0.0, *RETRY_DELAYS), start=1):
+            if delay:
+                time.sleep(delay)
+            last = attempt == len(RETRY_DELAYS) + 1
+            try:
+                answer = http.post(url, json=status.payload(), headers=headers)
+            except httpx.TimeoutException:
+                log.warning("GitHub status %s: timed out (attempt %d)", where, attempt)
+                continue
+            except httpx.TransportError as exc:
+                log.warning(
+                    "GitHub status %s: %s (attempt %d)", where, _redact(exc, token), attempt
+                )
+                continue
+            if answer.is_success:
+                log.info("GitHub status %s: %s (%s)", where, status.state, answer.status_code)
+                return True
+            message = _redact(_github_message(answer), token)
+            if answer.status_code >= 500 and not last:
+                log.warning(
+                    "GitHub status %s: GitHub answered %d %s (attempt %d); retrying",
+                    where,
+                    answer.status_code,
+                    message,
+                    attempt,
+                )
+                continue
+            log.error(
+                "GitHub status %s: GitHub answered %d %s; status not posted%s",
+                where,
+                answer.status_code,
+                message,
+                " (check KERNELWATCH_GITHUB_TOKEN: it needs commit-status write access)"
+                if answer.status_code in (401, 403, 404)
+                else "",
+            )
+            return False
+        log.error("GitHub status %s: gave up after %d attempts", where, len(RETRY_DELAYS) + 1)
+        return False
+    finally:
+        if own:
+            http.close()
+
+
+def _github_message(answer: httpx.Response) -> str:
+    try:
+        body = answer.json()
+    except ValueError:
+        return answer.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return f"{answer.reason_phrase}: {body['message'][:200]}"
+    return answer.reason_phrase
+
+
+def _redact(value: object, token: str) -> str:
+    text = str(value)
+    return text.replace(token, "***") if token else text

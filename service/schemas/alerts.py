@@ -1,0 +1,66 @@
+"""Alerts and comparisons as the API shows them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+
+from service.schemas.metrics import SeriesPublic
+
+
+class AlertEventPublic(BaseModel):
+    from_state: str | None
+    to_state: str
+    actor: str
+    note: str
+    at: datetime
+
+
+class AlertPublic(BaseModel):
+    id: int
+    state: str
+    summary: str
+    change: float
+    confirmed_change: float | None
+    series: SeriesPublic
+    branch: str
+    commit: str
+    base_commit: str | None
+    first_bad_commit: str | None
+    fixed_by_commit: str | None
+    confirm_job_id: int | None
+    attribution: dict[str, Any]
+    note: str
+    updated_by: str
+    created_at: datetime
+    updated_at: datetime
+    events: list[AlertEventPublic] = []
+
+
+class AlertPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    state: Literal["open", "acknowledged", "fixed", "invalid"]
+    note: Annotated[str, StringConstraints(max_length=5000)] = ""
+    actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
+
+
+class CompareRow(BaseModel):
+    series: SeriesPublic
+    base_median: float
+    head_median: float
+    change: float
+    p_value: float
+    q_value: float
+    significant: bool
+
+
+class Comparison(BaseModel):
+    base: str
+    head: str
+    repository: str
+    rows: list[CompareRow]
+    only_in_base: list[SeriesPublic]
+    only_in_head: list[SeriesPublic]

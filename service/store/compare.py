@@ -1,0 +1,65 @@
+"""Two commits side by side: every series measured at both, with change and significance."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.analysis.stats import unpack_samples
+from service.analysis.verdicts import Q
+from service.core.errors import ApiError
+from service.models import Commit, Result, Series
+from service.schemas.alerts import CompareRow, Comparison
+from service.store.commit_metrics import latest_runs
+from service.store.commits import resolve_commit
+from service.store.series import series_public
+
+
+def _results(session: Session, commit: Commit) -> dict[int, tuple[Result, Series]]:
+    runs = latest_runs(session, commit, None)
+    rows = session.execute(
+        select(Result, Series)
+        .join(Series, Series.id == Result.series_id)
+        .where(Result.run_id.in_([r.id for r in runs]))
+    ).all()
+    return {series.id: (result, series) for result, series in rows}
+
+
+def compare_commits(session: Session, base: str, head: str, repository: str | None) -> Comparison:
+    from scipy.stats import false_discovery_control, mannwhitneyu
+
+    base_commit, repo = resolve_commit(session, base, repository)
+    head_commit, head_repo = resolve_commit(session, head, repository or repo)
+    if head_repo != repo:
+        raise ApiError(400, f"{base} is in {repo} but {head} is in {head_repo}")
+    before, after = _results(session, base_commit), _results(session, head_commit)
+    common = sorted(set(before) & set(after))
+    p_values = []
+    for sid in common:
+        a = unpack_samples(before[sid][0].samples)
+        b = unpack_samples(after[sid][0].samples)
+        p_values.append(float(mannwhitneyu(b, a, alternative="two-sided").pvalue))
+    q_values = list(false_discovery_control(p_values, method="bh")) if p_values else []
+    rows = []
+    for sid, p, q in zip(common, p_values, q_values, strict=True):
+        (old, series), (new, _) = before[sid], after[sid]
+        rows.append(
+            CompareRow(
+                series=series_public(series, repo),
+                base_median=old.median,
+                head_median=new.median,
+                change=(new.median - old.median) / old.median,
+                p_value=p,
+                q_value=float(q),
+                significant=bool(q <= Q),
+            )
+        )
+    rows.sort(key=lambda r: (not r.significant, -abs(r.change)))
+    return Comparison(
+        base=base_commit.sha,
+        head=head_commit.sha,
+        repository=repo,
+        rows=rows,
+        only_in_base=[series_public(before[s][1], repo) for s in sorted(set(before) - set(after))],
+        only_in_head=[series_public(after[s][1], repo) for s in sorted(set(after) - set(before))],
+    )

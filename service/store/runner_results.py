@@ -1,0 +1,88 @@
+"""Documents posted by runners: accepted only under the job's current lease.
+
+A run job's document is stored like any other; a confirmation job's document (head, with the
+base measured interleaved in `paired_base`) decides its alerts and is not stored as a run, so
+that re-measurements of old commits do not enter the series' histories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.analysis.alerts import confirm
+from service.core.errors import ApiError
+from service.models import Job, Runner
+from service.schemas.document import RunDocument, RunnerIn
+from service.store.ingest import IngestOutcome, ingest
+from service.store.jobs import current_attempt, finish
+
+
+def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:
+    if doc.job_id is None or not doc.lease_token:
+        raise ApiError(409, "a runner's document needs job_id and lease_token of its claim")
+    runner = session.get(Runner, runner_id)
+    assert runner is not None
+    if doc.runner is not None and doc.runner.name != runner.name:
+        raise ApiError(
+            409,
+            f"the document names runner {doc.runner.name!r}, "
+            f"but the token belongs to {runner.name!r}",
+        )
+    job = current_attempt(session, doc.job_id, doc.lease_token, runner)
+    if job.commit_sha != doc.commit.sha:
+        raise ApiError(409, f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}")
+    return job, runner
+
+
+def lease_check(doc: RunDocument, runner_id: int) -> Callable[[Session], Callable[[Session], None]]:
+    def within(session: Session) -> Callable[[Session], None]:
+        job, runner = _leased_job(session, doc, runner_id)
+        if doc.runner is None:
+            # The token says which runner this is; the document need not repeat it.
+            doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
+        return lambda s: finish(s, job, succeeded=True)
+
+    return within
+
+
+def store_runner_document(
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, runner_id: int
+) -> IngestOutcome:
+    with factory() as session:
+        kind = session.scalar(select(Job.kind).where(Job.id == doc.job_id)) if doc.job_id else None
+    if kind == "confirm":
+        return _apply_confirmation(factory, doc, runner_id)
+    return ingest(factory, doc, raw, within=lease_check(doc, runner_id))
+
+
+def _apply_confirmation(
+    factory: sessionmaker[Session], doc: RunDocument, runner_id: int
+) -> IngestOutcome:
+    if doc.paired_base is None:
+        raise ApiError(
+            422,
+            "invalid document: a confirmation job's document needs paired_base "
+            "(the base commit measured interleaved with the head)",
+        )
+    with factory() as session, session.begin():
+        job, runner = _leased_job(session, doc, runner_id)
+        if doc.paired_base.commit.sha != job.payload.get("base_sha"):
+            raise ApiError(
+                409,
+                f"job {job.id} confirms against {job.payload.get('base_sha')}, "
+                f"not {doc.paired_base.commit.sha}",
+            )
+        alerts = confirm(
+            session,
+            job,
+            doc.model_dump(mode="json"),
+            doc.paired_base.model_dump(mode="json"),
+            actor=f"runner {runner.name}",
+        )
+        finish(session, job, succeeded=True)
+        states = ", ".join(f"alert {a.id} {a.state}" for a in alerts)
+    return IngestOutcome(doc.run_id, stored=True, results=0, detail=f"confirmation: {states}")

@@ -1,0 +1,208 @@
+"""runner.profile without a GPU: the ncu command, attribution of launches to workloads by NVTX
+range, the sections per workload, and the whole pass against fake `ncu` programs."""
+
+from __future__ import annotations
+
+import csv
+import io
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from runner import ncu, profile
+from runner.suite import Timing
+
+PASS = Path(__file__).parent / "fixtures" / "ncu" / "h100_kernelwatch_pass_details.csv"
+NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+IDS = ["gemm[a]", "cublas[b]", "adamw[c]", "gemm[d]"]
+# launch ID in the real capture -> workload index (None: launched outside every range)
+OWNER = {0: 0, 1: 0, 2: 0, 3: 1, 4: 1, 5: None, 6: None, 7: None, 8: 2}
+OWNER.update({i: 3 for i in range(9, 19)})
+
+
+def nvtx_cell(launch: int) -> str:
+    """What ncu --nvtx writes in that column: the thread, then each open push/pop range."""
+    index = OWNER.get(launch)
+    if index is None:
+        return ""
+    ranges = [IDS[index], f"{profile.NVTX_MARK}{index}"]
+    quoted = [f'"<default domain>:{r}:none:none:none:none:none:none"' for r in ranges]
+    return "1  " + "  ".join(quoted)
+
+
+def with_nvtx(text: str) -> str:
+    """The real details export of the H100 fixture with the NVTX column ncu --nvtx adds."""
+    rows = list(csv.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for i, row in enumerate(rows):
+        cell = NVTX_COLUMN if i == 0 else (nvtx_cell(int(row[0])) if row and row[0] else "")
+        writer.writerow([*row[:4], cell, *row[4:]] if row else row)
+    return "==PROF== Connected to process 468\n" + out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def export() -> str:
+    return with_nvtx(PASS.read_text())
+
+
+def test_one_bounded_pass_over_a_profile_worker(tmp_path: Path) -> None:
+    cmd = profile.profile_command("/opt/ncu", tmp_path / "w.json", tmp_path / "rep", 3)
+    assert cmd[:2] == ["/opt/ncu", "--nvtx"]
+    assert cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[cmd.index("--launch-count") + 1] == str(3 * profile.LAUNCHES_PER_WORKLOAD)
+    assert cmd[cmd.index("-o") + 1] == str(tmp_path / "rep")
+    assert cmd[cmd.index("--metrics") + 1] == ",".join(ncu.METRICS)
+    assert cmd[-3:] == ["-m", "runner.worker", str(tmp_path / "w.json")]
+    suite = SimpleNamespace(root=tmp_path, workloads="m", check=None, device="cuda")
+    config = profile.worker_config(suite, IDS)
+    assert config["mode"] == "profile" and config["ids"] == IDS
+
+
+def test_launches_are_attributed_to_the_innermost_kernelwatch_range(export: str) -> None:
+    ranges = profile.launch_ranges(export)
+    assert ranges == {k: v for k, v in OWNER.items() if v is not None}
+    groups, stray = profile.attribute(ncu.parse_csv(export), ranges, len(IDS))
+    assert [len(g) for g in groups] == [3, 2, 1, 10]
+    assert stray == 3
+    assert {launch["kernel"] for launch in groups[2]} == {"adamw"}
+
+
+def test_sections_hold_the_fixed_metrics_and_findings_per_workload(export: str) -> None:
+    out = profile.sections(IDS, export, "", "ok", "")
+    assert list(out) == IDS
+    gemm = out["gemm[a]"]
+    assert gemm["status"] == "ok"
+    [kernel] = gemm["kernels"]
+    assert kernel["kernel"] == "gemm_bias_relu"
+    assert set(kernel["metrics"]) == set(ncu.METRICS)
+    assert kernel["findings"] and all("rule" in f for f in kernel["findings"])
+    cublas = out["cublas[b]"]["kernels"][0]
+    assert cublas["kernel"].startswith("sm80_xmma_gemm_f32f32")
+
+
+def test_a_workload_that_raised_or_launched_nothing_is_failed(export: str) -> None:
+    ids = [*IDS, "broken[e]", "copies[f]"]
+    output = '{"event": "error", "id": "broken[e]", "error": "Traceback: ValueError: boom"}\n'
+    output += '{"event": "result", "id": "copies[f]", "result": {"nvtx": true}}\n'
+    out = profile.sections(ids, export, output, "ok", "")
+    assert out["broken[e]"]["status"] == "failed" and "boom" in out["broken[e]"]["reason"]
+    assert out["copies[f]"]["status"] == "failed"
+    assert "no kernel launch" in out["copies[f]"]["reason"]
+    assert out["gemm[d]"]["status"] == "ok"
+
+
+def test_without_nvtx_in_the_worker_the_reason_says_so() -> None:
+    output = '{"event": "result", "id": "gemm[a]", "result": {"nvtx": false}}\n'
+    out = profile.sections(["gemm[a]"], "", output, "ok", "")
+    assert "NVTX" in out["gemm[a]"]["reason"]
+
+
+def fake_ncu(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "ncu"
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def suite_for(tmp_path: Path) -> SimpleNamespace:
+    return SimpleNamespace(
+        root=tmp_path, workloads="m", check=None, device="cuda",
+        timing=Timing(timeout_seconds=5), wants_timeline=lambda info: False,
+    )  # fmt: skip
+
+
+def test_refused_counters_make_every_section_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = 'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"\nexit 1\n'
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    lines: list[str] = []
+    out = profile.profile_workloads(suite_for(tmp_path), IDS[:2], {}, lines.append)
+    for section in out.values():
+        assert section["status"] == "unavailable"
+        assert "ERR_NVGPUCTRPERM" in section["reason"] and section["kernels"] == []
+    assert any("unavailable" in line for line in lines)
+
+
+def test_missing_ncu_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWATCH_NCU", str(tmp_path / "no-such-ncu"))
+    out = profile.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print)
+    assert out["gemm[a]"]["status"] == "unavailable"
+    assert "not found" in out["gemm[a]"]["reason"]
+
+
+def test_the_whole_pass_against_a_fake_ncu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    (tmp_path / "export.csv").write_text(export)
+    body = f"""\
+case "$*" in
+*--import*) cat "{tmp_path / "export.csv"}";;
+*) while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+   touch "$out.ncu-rep"
+   echo '==PROF== Disconnected from process 1';;
+esac
+"""
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    stages: list[tuple[str, int | None]] = []
+    advanced: list[str] = []
+    progress = SimpleNamespace(
+        stage=lambda name, total=None: stages.append((name, total)),
+        advance=lambda label, outcome=None: advanced.append(label),
+    )
+    recs = [SimpleNamespace(info={"id": wid, "tags": []}, ncu=None, timeline=None) for wid in IDS]
+    lines: list[str] = []
+    profile.capture(suite_for(tmp_path), recs, {}, progress, lines.append, lambda: None)
+    assert stages == [("ncu", len(IDS))]
+    assert advanced == IDS
+    assert all(r.ncu["status"] == "ok" for r in recs)
+    assert recs[3].ncu["kernels"][0]["metrics"]["launch__registers_per_thread"]["value"] > 0
+    assert any(line.startswith("ncu: 4 ok") for line in lines)
+
+
+def test_a_stop_request_kills_the_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, "sleep 30\n"))
+
+    def stop() -> None:
+        raise KeyboardInterrupt("stop")
+
+    with pytest.raises(KeyboardInterrupt):
+        profile.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print, stop)
+
+
+# Two rows of a real export of this pass (H100, ncu 2025.3.1, --nvtx), 2026-11: the NVTX
+# column holds the thread id, then every open range, the worker's own (the workload id) first.
+REAL = (
+    '"ID","Process ID","Process Name","Host Name","thread Domain:Push/Pop_Range:P'
+    'L_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Id:Domain:Start/Stop_Range:PL_'
+    'Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name","Context","Stream",'
+    '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric '
+    'Unit","Metric Value","Rule Name","Rule Type","Rule Description","Estimated S'
+    'peedup Type","Estimated Speedup"\n'
+    '"8","739","python3.12","127.0.0.1","739  ""<default domain>:cublas_gemm[k=16'
+    ',m=32,n=64]:none:none:none:none:none:none""  ""<default domain>:kernelwatch#'
+    '5:none:none:none:none:none:none"" ","","void cublasLt::splitKreduce_kernel<3'
+    "2, 16, int, float, float, float, float, 0, float, float, float, 1, 0, 0, 0>("
+    "cublasLt::cublasSplitKParams<T6>, const T4 *, const T10 *, T9 *, T5 *, const"
+    " T6 *, const T6 *, const T11 *, const T4 *, T11 *, void *, long, T6 *, int *"
+    ', T6 *, T6 *, const T6 *, const T6 *, const T6 *, const T6 *, const T6 *)","'
+    '1","7","(32, 16, 1)","(2, 2, 1)","0","9.0","Command line profiler metrics","'
+    'gpu__time_duration.sum","ns","3,072",\n'
+    '"19","739","python3.12","127.0.0.1","739  ""<default domain>:train_step[batc'
+    "h=256,d_hidden=4096,d_in=1024,d_out=1024,p_drop=0.1]:none:none:none:none:non"
+    'e:none""  ""<default domain>:kernelwatch#7:none:none:none:none:none:none"" "'
+    ',"","adamw_multi","1","7","(256, 1, 1)","(2050, 1, 1)","0","9.0","Command li'
+    'ne profiler metrics","gpu__time_duration.sum","ns","78,624",\n'
+)
+
+
+def test_a_real_export_attributes_by_the_kernelwatch_range() -> None:
+    assert profile.launch_ranges(REAL) == {8: 5, 19: 7}
+    launches = ncu.parse_csv(REAL)
+    assert [launch["id"] for launch in launches] == [8, 19]
+    groups, stray = profile.attribute(launches, profile.launch_ranges(REAL), 8)
+    assert stray == 0 and groups[5][0]["kernel"].startswith("void cublasLt::splitKreduce")
+    assert groups[7][0]["metrics"]["gpu__time_duration.sum"]["value"] == 78624

@@ -1,0 +1,204 @@
+"""Alerts end to end over real HTTP: suspected → confirmed interleaved → triaged → fixed."""
+
+from __future__ import annotations
+
+import copy
+
+import httpx
+import pytest
+from sqlalchemy import Engine, update
+
+from service.core.tokens import new_token, token_hash
+from service.models import Runner
+from tests.conftest import ADMIN_TOKEN
+from tests.documents import document, sha_for
+from tests.live_server import LiveServer
+
+BASE_NCU = {
+    "sm__warps_active.avg.pct_of_peak_sustained_active": {"value": 82.0, "unit": "%"},
+    "dram__bytes_read.sum": {"value": 4.0e6, "unit": "byte"},
+    "launch__registers_per_thread": {"value": 64.0, "unit": "register/thread"},
+}
+
+
+def with_profile(doc: dict, *, registers: int, occupancy: float, finding: bool) -> dict:
+    metrics = copy.deepcopy(BASE_NCU)
+    metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]["value"] = occupancy
+    metrics["launch__registers_per_thread"]["value"] = float(registers)
+    findings = (
+        [
+            {
+                "rule": "AchievedOccupancy",
+                "type": "OPT",
+                "description": "low occupancy",
+                "estimated_speedup": 17.0,
+            }
+        ]
+        if finding
+        else []
+    )
+    for w in doc["workloads"]:
+        kernel = w["kernels"][0]
+        w["ncu"] = {
+            "status": "ok",
+            "kernels": [{"kernel": kernel, "metrics": metrics, "findings": findings}],
+        }
+    doc["build"]["kernels"] = [
+        {
+            "kernel": w["kernels"][0],
+            "arch": "sm_90",
+            "registers": registers,
+            "shared_bytes": 16896,
+            "spill_stores_bytes": 0,
+            "spill_loads_bytes": 0,
+        }
+        for w in doc["workloads"]
+    ]
+    return doc
+
+
+@pytest.fixture
+def admin(server: LiveServer) -> httpx.Client:
+    with server.client(ADMIN_TOKEN) as c:
+        yield c
+
+
+def regressed_history(admin: httpx.Client, slower: float = 1.06) -> list[str]:
+    labels: list[str] = []
+    for i in range(8):
+        label = f"c{i}"
+        doc = document(
+            commit=label,
+            parents=labels[-1:],
+            ancestors=labels[::-1],
+            minutes=i,
+            medians={"gemm_bias_act_fwd": 100.0, "steady": 50.0},
+            seed=i,
+        )
+        with_profile(doc, registers=64, occupancy=82.0, finding=False)
+        assert admin.post("/api/v1/runs", json=doc).status_code == 201
+        labels.append(label)
+    head = document(
+        commit="head",
+        parents=labels[-1:],
+        ancestors=labels[::-1],
+        minutes=20,
+        medians={"gemm_bias_act_fwd": 100.0 * slower, "steady": 50.0},
+        seed=50,
+    )
+    with_profile(head, registers=96, occupancy=55.0, finding=True)
+    assert admin.post("/api/v1/runs", json=head).status_code == 201
+    return labels
+
+
+def runner_token(engine: Engine, name: str = "h100-a") -> str:
+    token = new_token("kwr")
+    with engine.begin() as conn:
+        conn.execute(update(Runner).where(Runner.name == name).values(token_hash=token_hash(token)))
+    return token
+
+
+def confirmation(claim: dict, base_median: float, head_median: float) -> dict:
+    job = claim["job"]
+    head = document(commit="head", medians={"gemm_bias_act_fwd": head_median}, seed=70)
+    base = document(
+        commit=job["payload"]["base_sha"], medians={"gemm_bias_act_fwd": base_median}, seed=71
+    )
+    head["job_id"], head["lease_token"] = job["id"], claim["attempt_token"]
+    head["paired_base"] = base
+    return head
+
+
+def test_regression_is_suspected_confirmed_triaged_and_fixed(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    labels = regressed_history(admin)
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["state"] == "suspected"
+    assert alert["commit"] == sha_for("head")
+    assert alert["base_commit"] == sha_for(labels[-1])
+    assert alert["summary"].startswith("gemm_bias_act_fwd gemm_fwd 1024³ gemm_bias_act_fwd +")
+    assert alert["change"] == pytest.approx(0.06, abs=0.01)
+    assert "registers 64→96" in alert["summary"]
+    assert "achieved occupancy 82%→55%" in alert["summary"]
+    assert "new finding AchievedOccupancy (est. 17%)" in alert["summary"]
+    ranked = [m["label"] for m in alert["attribution"]["ncu_metrics"]]
+    assert ranked == ["registers/thread", "achieved occupancy", "DRAM read"]  # by |change|
+    assert alert["attribution"]["resources"] == [
+        {"kernel": "gemm_bias_act_fwd", "resource": "registers", "base": 64, "head": 96}
+    ]
+    # Suspected alerts are not triaged before confirmation.
+    early = admin.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "acknowledged"})
+    assert early.status_code == 409
+    with server.client(runner_token(engine)) as runner:
+        claim = runner.post("/api/v1/jobs/claim").json()
+        assert claim["job"]["kind"] == "confirm"
+        assert claim["job"]["payload"]["base_sha"] == sha_for(labels[-1])
+        assert claim["job"]["required_labels"] == {"runner": "h100-a"}
+        answer = runner.post("/api/v1/runs", json=confirmation(claim, 100.0, 106.0))
+        assert answer.status_code == 201, answer.text
+        assert "open" in answer.json()["detail"]
+    opened = admin.get(f"/api/v1/alerts/{alert['id']}").json()
+    assert opened["state"] == "open"
+    assert opened["confirmed_change"] == pytest.approx(0.06, abs=0.01)
+    assert [e["to_state"] for e in opened["events"]] == ["suspected", "open"]
+    acked = admin.patch(
+        f"/api/v1/alerts/{alert['id']}",
+        json={"state": "acknowledged", "note": "looking", "actor": "ada"},
+    )
+    assert acked.json()["state"] == "acknowledged"
+    assert acked.json()["updated_by"] == "ada"
+    assert (
+        httpx.patch(f"{server.url}/api/v1/alerts/{alert['id']}", json={"state": "open"}).status_code
+        == 401
+    )
+    # The confirmation is not a run: the head's history keeps one result.
+    series = admin.get("/api/v1/series", params={"id": opened["series"]["id"]}).json()
+    assert len(series["points"]) == 9
+    fix = document(
+        commit="fix",
+        parents=["head"],
+        ancestors=["head", *labels[::-1]],
+        minutes=30,
+        medians={"gemm_bias_act_fwd": 100.2, "steady": 50.0},
+        seed=90,
+    )
+    assert admin.post("/api/v1/runs", json=fix).status_code == 201
+    fixed = admin.get(f"/api/v1/alerts/{alert['id']}").json()
+    assert fixed["state"] == "fixed"
+    assert fixed["fixed_by_commit"] == sha_for("fix")
+    assert admin.get("/api/v1/alerts", params={"state": "open"}).json() == []
+
+
+def test_a_regression_that_does_not_reproduce_is_dismissed(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    regressed_history(admin)
+    with server.client(runner_token(engine)) as runner:
+        claim = runner.post("/api/v1/jobs/claim").json()
+        no_base = confirmation(claim, 100.0, 100.0)
+        no_base.pop("paired_base")
+        assert runner.post("/api/v1/runs", json=no_base).status_code == 422
+        answer = runner.post("/api/v1/runs", json=confirmation(claim, 100.0, 100.1))
+        assert answer.status_code == 201
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["state"] == "dismissed"
+    assert admin.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "open"}).status_code == 409
+    assert admin.get("/api/v1/alerts/99999").status_code == 404
+    assert admin.get("/api/v1/alerts", params={"state": "bogus"}).status_code == 422
+
+
+def test_compare_two_commits(admin: httpx.Client) -> None:
+    labels = regressed_history(admin, slower=1.10)
+    comparison = admin.get(
+        "/api/v1/compare", params={"base": sha_for(labels[-1])[:8], "head": sha_for("head")}
+    )
+    assert comparison.status_code == 200
+    rows = comparison.json()["rows"]
+    assert rows[0]["series"]["kernel"] == "gemm_bias_act_fwd"
+    assert rows[0]["significant"] is True
+    assert rows[0]["change"] == pytest.approx(0.10, abs=0.01)
+    assert rows[1]["series"]["kernel"] == "steady"
+    assert rows[1]["significant"] is False
+    missing = admin.get("/api/v1/compare", params={"base": "0" * 40, "head": sha_for("head")})
+    assert missing.status_code == 404
