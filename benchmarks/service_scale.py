@@ -40,6 +40,7 @@ from service.core.settings import Settings
 
 COMMIT_P95_MS, SERIES_P95_MS, INGEST_DOCS_S = 50.0, 100.0, 50.0
 SERIES_POINTS, DOC_WORKLOADS, CLIENTS = 1000, 30, 4
+WORKERS = 2  # one server process per core of the 2-core target machine
 TOKEN = "bench-admin-token"
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,7 +127,11 @@ def serve(url: str, workdir: Path) -> Iterator[str]:
     log_path = workdir / "server.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [*cmd, "serve", "--port", str(port)], cwd=ROOT, env=env, stdout=log, stderr=log
+            [*cmd, "serve", "--port", str(port), "--workers", str(WORKERS)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
         )
     base = f"http://127.0.0.1:{port}"
     try:

@@ -23,7 +23,12 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     verdicts: list[Verdict] = []
     for result in results:
         base = history.get(result.series_id, [])
-        comparison = compare(result.id, unpack_samples(result.samples), [b.samples for b in base])
+        comparison = compare(
+            result.id,
+            unpack_samples(result.samples),
+            [b.samples for b in base],
+            baseline_medians=[b.median for b in base],
+        )
         if comparison is None:
             verdicts.append(
                 Verdict(

@@ -61,13 +61,20 @@ class Comparison:
 
 
 def compare(
-    key: int, head: np.ndarray, baseline: list[np.ndarray], lower_is_better: bool = True
+    key: int,
+    head: np.ndarray,
+    baseline: list[np.ndarray],
+    lower_is_better: bool = True,
+    baseline_medians: list[float] | None = None,
 ) -> Comparison | None:
-    """None when there is too little baseline to test against."""
+    """None when there is too little baseline to test against.
+
+    `baseline_medians`, when the caller has them stored, saves recomputing them.
+    """
     pooled = np.concatenate(baseline) if baseline else np.empty(0)
     if pooled.size < MIN_BASELINE_SAMPLES or head.size < 3:
         return None
-    medians = [float(np.median(b)) for b in baseline]
+    medians = baseline_medians or [float(np.median(b)) for b in baseline]
     base = float(np.median(medians))
     now = float(np.median(head))
     change = (now - base) / base if base else 0.0

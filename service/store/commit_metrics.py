@@ -6,7 +6,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session, aliased, defer
 
 from service.analysis.baseline import ancestry, nearest_results
 from service.models import (
@@ -109,6 +109,7 @@ def commit_metrics(
         select(Result, Series)
         .join(Series, Series.id == Result.series_id)
         .where(Result.run_id.in_(run_by_id))
+        .options(defer(Result.samples))  # the page shows statistics, not raw samples
     ).all()
     baselines = _baselines(session, [r for r, _ in result_rows], branch or "", commit)
     verdicts = list(session.scalars(select(Verdict).where(Verdict.run_id.in_(run_by_id))))
@@ -150,12 +151,31 @@ def commit_metrics(
         )
     }
     ncu: dict[int, dict[str, dict[str, m.NcuValue]]] = defaultdict(lambda: defaultdict(dict))
-    for row in session.scalars(select(NcuMetric).where(NcuMetric.run_workload_id.in_(wl_ids))):
-        ncu[row.run_workload_id][row.kernel][row.name] = m.NcuValue(value=row.value, unit=row.unit)
+    # Plain columns: hundreds of rows per commit, ORM objects would cost more than the query.
+    for wl_id, kernel, name, value, unit in session.execute(
+        select(
+            NcuMetric.run_workload_id,
+            NcuMetric.kernel,
+            NcuMetric.name,
+            NcuMetric.value,
+            NcuMetric.unit,
+        ).where(NcuMetric.run_workload_id.in_(wl_ids))
+    ):
+        ncu[wl_id][kernel][name] = m.NcuValue(value=value, unit=unit)
     findings: dict[int, dict[str, list[m.NcuFindingPublic]]] = defaultdict(
         lambda: defaultdict(list)
     )
-    for f in session.scalars(select(NcuFinding).where(NcuFinding.run_workload_id.in_(wl_ids))):
+    for f in session.execute(
+        select(
+            NcuFinding.run_workload_id,
+            NcuFinding.kernel,
+            NcuFinding.rule,
+            NcuFinding.type,
+            NcuFinding.description,
+            NcuFinding.estimated_speedup,
+            NcuFinding.speedup_type,
+        ).where(NcuFinding.run_workload_id.in_(wl_ids))
+    ):
         findings[f.run_workload_id][f.kernel].append(
             m.NcuFindingPublic(
                 rule=f.rule,
