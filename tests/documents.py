@@ -96,3 +96,22 @@ def document(
         )
     doc["workloads"] = workloads
     return doc
+
+
+def post_history(client: Any, runs: int, medians: dict[str, float], **kw: Any) -> list[str]:
+    """Post `runs` commits c0, c1, ... on a first-parent line, each measured with `medians`."""
+    labels: list[str] = []
+    for i in range(runs):
+        label = f"c{i}"
+        doc = document(
+            commit=label,
+            parents=labels[-1:],
+            ancestors=labels[::-1],
+            minutes=i,
+            medians=medians,
+            seed=i,
+            **kw,
+        )
+        assert client.post("/api/v1/runs", json=doc).status_code == 201
+        labels.append(label)
+    return labels

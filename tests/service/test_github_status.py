@@ -26,6 +26,7 @@ from service.core.settings import Settings
 from service.integrations import github
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
+from tests.documents import post_history as history
 from tests.live_server import LiveServer
 
 TOKEN = "ghp_test0123456789abcdefSECRET"
@@ -130,24 +131,6 @@ def serve(settings: Settings) -> Iterator[httpx.Client]:
 
     with LiveServer(create_app(settings, migrate=False)) as live, live.client(ADMIN_TOKEN) as c:
         yield c
-
-
-def history(client: httpx.Client, runs: int, medians: dict[str, float], **kw: Any) -> list[str]:
-    labels: list[str] = []
-    for i in range(runs):
-        label = f"c{i}"
-        doc = document(
-            commit=label,
-            parents=labels[-1:],
-            ancestors=labels[::-1],
-            minutes=i,
-            medians=medians,
-            seed=i,
-            **kw,
-        )
-        assert client.post("/api/v1/runs", json=doc).status_code == 201
-        labels.append(label)
-    return labels
 
 
 def head_of(labels: list[str], **kw: Any) -> dict[str, Any]:

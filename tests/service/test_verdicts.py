@@ -9,6 +9,7 @@ import pytest
 from service.analysis.verdicts import class_floor, compare, decide, noise_floor
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
+from tests.documents import post_history as history
 from tests.live_server import LiveServer
 
 
@@ -16,25 +17,6 @@ from tests.live_server import LiveServer
 def client(server: LiveServer) -> httpx.Client:
     with server.client(ADMIN_TOKEN) as c:
         yield c
-
-
-def history(client: httpx.Client, runs: int, medians: dict[str, float], **kw) -> list[str]:
-    """`runs` commits on a first-parent line, each measured with `medians`."""
-    labels: list[str] = []
-    for i in range(runs):
-        label = f"c{i}"
-        doc = document(
-            commit=label,
-            parents=labels[-1:],
-            ancestors=labels[::-1],
-            minutes=i,
-            medians=medians,
-            seed=i,
-            **kw,
-        )
-        assert client.post("/api/v1/runs", json=doc).status_code == 201
-        labels.append(label)
-    return labels
 
 
 def verdicts_at(client: httpx.Client, label: str) -> dict[str, dict]:
