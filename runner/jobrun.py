@@ -33,7 +33,7 @@ def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
     def run_job(claim: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         job = claim["job"]
         kind = job.get("kind", "run")
-        if kind not in ("run", "confirm"):
+        if kind not in ("run", "confirm", "bisect"):
             raise RuntimeError(f"this runner cannot do jobs of kind {kind!r}")
         source = claim.get("clone_url")
         if not source:
@@ -49,7 +49,8 @@ def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
             cache_dir=cache_dir,
             stop=stop,
         )
-        if kind == "confirm":
+        if kind in ("confirm", "bisect"):
+            # A bisect job is a confirmation at one commit of the pushed range.
             payload = job["payload"]
             return execute_confirmation(
                 request, payload["base_sha"], payload["workloads"], LogProgress()

@@ -160,6 +160,8 @@ def confirm(
     session: Session, job: Job, head: dict[str, Any], base: dict[str, Any], actor: str
 ) -> list[Alert]:
     """Judge each alert of a confirmation job on the interleaved base and head samples."""
+    from service.analysis import bisect  # imports this module
+
     alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
     for alert in alerts:
         series = session.get(Series, alert.series_id)
@@ -197,6 +199,7 @@ def confirm(
             transition(
                 session, alert, "open", actor, f"confirmed interleaved: {change:+.1%} (p = {p:.2g})"
             )
+            bisect.start(session, alert, job, actor)
         else:
             transition(
                 session,

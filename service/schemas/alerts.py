@@ -32,6 +32,7 @@ class AlertPublic(BaseModel):
     fixed_by_commit: str | None
     confirm_job_id: int | None
     attribution: dict[str, Any]
+    bisect: dict[str, Any] = {}
     note: str
     updated_by: str
     created_at: datetime

@@ -1,8 +1,8 @@
 """Documents posted by runners: accepted only under the job's current lease.
 
-A run job's document is stored like any other; a confirmation job's document (head, with the
-base measured interleaved in `paired_base`) decides its alerts and is not stored as a run, so
-that re-measurements of old commits do not enter the series' histories.
+A run job's document is stored like any other; a confirmation or bisect job's document (head,
+with the base measured interleaved in `paired_base`) decides its alerts and is not stored as a
+run, so that re-measurements of old commits do not enter the series' histories.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.analysis import bisect
 from service.analysis.alerts import confirm
 from service.core.errors import ApiError
 from service.models import Job, Runner
@@ -54,18 +55,19 @@ def store_runner_document(
 ) -> IngestOutcome:
     with factory() as session:
         kind = session.scalar(select(Job.kind).where(Job.id == doc.job_id)) if doc.job_id else None
-    if kind == "confirm":
-        return _apply_confirmation(factory, doc, runner_id)
+    if kind in ("confirm", "bisect"):
+        return _apply_confirmation(factory, doc, runner_id, kind)
     return ingest(factory, doc, raw, within=lease_check(doc, runner_id))
 
 
 def _apply_confirmation(
-    factory: sessionmaker[Session], doc: RunDocument, runner_id: int
+    factory: sessionmaker[Session], doc: RunDocument, runner_id: int, kind: str
 ) -> IngestOutcome:
+    what = "confirmation" if kind == "confirm" else "bisect"
     if doc.paired_base is None:
         raise ApiError(
             422,
-            "invalid document: a confirmation job's document needs paired_base "
+            f"invalid document: a {what} job's document needs paired_base "
             "(the base commit measured interleaved with the head)",
         )
     with factory() as session, session.begin():
@@ -73,16 +75,21 @@ def _apply_confirmation(
         if doc.paired_base.commit.sha != job.payload.get("base_sha"):
             raise ApiError(
                 409,
-                f"job {job.id} confirms against {job.payload.get('base_sha')}, "
+                f"job {job.id} measures against {job.payload.get('base_sha')}, "
                 f"not {doc.paired_base.commit.sha}",
             )
-        alerts = confirm(
-            session,
-            job,
-            doc.model_dump(mode="json"),
-            doc.paired_base.model_dump(mode="json"),
-            actor=f"runner {runner.name}",
-        )
+        actor = f"runner {runner.name}"
+        if kind == "bisect":
+            alerts = bisect.apply(session, job, doc, actor)
+            states = ", ".join(f"alert {a.id} {a.bisect.get('state')}" for a in alerts)
+        else:
+            alerts = confirm(
+                session,
+                job,
+                doc.model_dump(mode="json"),
+                doc.paired_base.model_dump(mode="json"),
+                actor=actor,
+            )
+            states = ", ".join(f"alert {a.id} {a.state}" for a in alerts)
         finish(session, job, succeeded=True)
-        states = ", ".join(f"alert {a.id} {a.state}" for a in alerts)
-    return IngestOutcome(doc.run_id, stored=True, results=0, detail=f"confirmation: {states}")
+    return IngestOutcome(doc.run_id, stored=True, results=0, detail=f"{what}: {states}")

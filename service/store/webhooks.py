@@ -17,6 +17,8 @@ from service.store import jobs as queue
 from service.store.upsert import get_or_create
 
 ZERO_SHA = "0" * 40
+# The most commits of one push that a regression at its head is bisected over.
+MAX_PUSH_COMMITS = 64
 
 
 class _Loose(BaseModel):
@@ -118,6 +120,10 @@ def _handle(
         commits = [c for c in push.commits if c.distinct] or push.commits[-1:]
     else:
         commits = [push.head_commit or PushCommit(id=push.after)]
+    # The push's commits, oldest first, ending at the head: a regression found at the head is
+    # bisected over them (service.analysis.bisect).
+    pushed = [c.id for c in push.commits if c.distinct][-MAX_PUSH_COMMITS:]
+    push_commits = pushed if len(pushed) > 1 and pushed[-1] == push.after else []
     job_ids: list[int] = []
     for commit in commits:
         jobs = queue.enqueue(
@@ -130,6 +136,9 @@ def _handle(
             delivery_id=delivery_id,
             summary=commit.message.split("\n", 1)[0],
         )
+        if push_commits and commit.id == push.after:
+            for job in jobs:
+                job.payload = {**(job.payload or {}), "push_commits": push_commits}
         job_ids.extend(j.id for j in jobs)
     cancelled = 0
     if settings.cancel_superseded:

@@ -70,6 +70,7 @@ def alerts_public(session, alerts: list[Alert], events: bool = False) -> list[Al
             fixed_by_commit=shas.get(a.fixed_by_commit_id),
             confirm_job_id=a.confirm_job_id,
             attribution=a.attribution,
+            bisect=a.bisect or {},
             note=a.note,
             updated_by=a.updated_by,
             created_at=a.created_at,

@@ -1,0 +1,146 @@
+"""Bisection: which commit of a multi-commit push brought a confirmed regression.
+
+When an alert opens at the head of a push of several commits, the commits strictly between the
+alert's base (good) and the head (bad) are candidates. One "bisect" job at a time measures the
+middle candidate interleaved with the current good commit, on the runner that measured the head;
+its document is judged with the confirmation's rule and the range halves, until the earliest bad
+commit is known. Bisect documents are not stored as runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.stats import mannwhitneyu
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.analysis.alerts import CONFIRM_ALPHA, _samples, _sha
+from service.analysis.verdicts import class_floor
+from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series
+from service.schemas.document import RunDocument
+from service.store import jobs as queue
+from service.store.upsert import get_or_create
+
+
+def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
+    """Begin bisecting a just-opened alert if its head arrived in a push of several commits."""
+    run = session.get(Run, alert.run_id)
+    run_job = session.get(Job, run.job_id) if run is not None and run.job_id else None
+    pushed = list((run_job.payload or {}).get("push_commits") or []) if run_job else []
+    head_sha = _sha(session, alert.commit_id)
+    if run is None or len(pushed) < 2 or pushed[-1] != head_sha:
+        return
+    base_sha = _sha(session, alert.base_commit_id)
+    before = pushed[:-1]
+    candidates = before[before.index(base_sha) + 1 :] if base_sha in before else before
+    alert.bisect = {
+        "state": "running",
+        "good": base_sha,
+        "bad": head_sha,
+        "candidates": candidates,
+        "tested": {},
+    }
+    if candidates:
+        _queue_next(session, alert, run, confirm_job.max_attempts)
+    else:
+        _finish(session, alert, actor)
+
+
+def _queue_next(session: Session, alert: Alert, run: Run, max_attempts: int) -> Job:
+    state = alert.bisect
+    candidates = state["candidates"]
+    sha = candidates[(len(candidates) - 1) // 2]
+    series = session.get(Series, alert.series_id)
+    assert series is not None
+    runner = session.get(Runner, run.runner_id) if run.runner_id else None
+    (job,) = queue.enqueue(
+        session,
+        repository_id=alert.repository_id,
+        sha=sha,
+        branch=alert.branch,
+        label_sets=[{"runner": runner.name} if runner else {}],
+        max_attempts=max_attempts,
+        kind="bisect",
+        summary=f"bisect alert {alert.id}: {sha[:12]} against good {state['good'][:12]}",
+    )
+    job.payload = {
+        "base_sha": state["good"],
+        "alert_ids": [alert.id],
+        "workloads": [{"name": series.workload, "params": series.params}],
+        "suite": run.suite,
+    }
+    return job
+
+
+def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Alert]:
+    """Judge the tested commit of a bisect job and narrow (or finish) each alert's range."""
+    assert doc.paired_base is not None
+    head, base = doc.model_dump(mode="json"), doc.paired_base.model_dump(mode="json")
+    sha = job.commit_sha
+    alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
+    for alert in alerts:
+        state: dict[str, Any] = dict(alert.bisect or {})
+        candidates = list(state.get("candidates") or [])
+        if state.get("state") != "running" or sha not in candidates:
+            continue
+        series = session.get(Series, alert.series_id)
+        assert series is not None
+        head_samples, base_samples = _samples(head, series), _samples(base, series)
+        if head_samples is None or base_samples is None:
+            state["state"] = "failed"
+            state["reason"] = f"{sha[:12]} or {state['good'][:12]} did not measure the workload"
+            alert.bisect = state
+            continue
+        b, h = float(np.median(base_samples)), float(np.median(head_samples))
+        change = (h - b) / b
+        p = float(mannwhitneyu(head_samples, base_samples, alternative="greater").pvalue)
+        bad = p <= CONFIRM_ALPHA and change > class_floor(b)
+        state["tested"] = {**state["tested"], sha: {"change": change, "p_value": p, "bad": bad}}
+        i = candidates.index(sha)
+        if bad:
+            state["bad"], state["candidates"] = sha, candidates[:i]
+            c = doc.commit
+            get_or_create(
+                session,
+                Commit,
+                {"repository_id": alert.repository_id, "sha": sha},
+                parents=c.parents,
+                ancestors=c.ancestors,
+                author_name=c.author_name,
+                author_email=c.author_email,
+                message=c.message,
+                committed_at=c.committed_at,
+            )
+        else:
+            state["good"], state["candidates"] = sha, candidates[i + 1 :]
+        alert.bisect = state
+        run = session.get(Run, alert.run_id)
+        if state["candidates"] and run is not None:
+            _queue_next(session, alert, run, job.max_attempts)
+        else:
+            _finish(session, alert, actor)
+    return alerts
+
+
+def _finish(session: Session, alert: Alert, actor: str) -> None:
+    state = dict(alert.bisect)
+    sha = state["bad"]
+    commit = session.scalars(
+        select(Commit).where(Commit.repository_id == alert.repository_id, Commit.sha == sha)
+    ).one()
+    tested = state.get("tested", {}).get(sha)
+    change = tested["change"] if tested else (alert.confirmed_change or alert.change)
+    state.update(state="done", first_bad=sha, candidates=[])
+    alert.bisect = state
+    alert.first_bad_commit_id = commit.id
+    session.add(
+        AlertEvent(
+            alert_id=alert.id,
+            from_state=alert.state,
+            to_state=alert.state,
+            actor=actor,
+            note=f"bisected: first bad commit {sha[:12]} ({change:+.1%})",
+        )
+    )
