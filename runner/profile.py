@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import ncu, timeline
+from runner.tools import find_tool
 
 NVTX_MARK = "kernelwatch#"
 LAUNCHES_PER_WORKLOAD = 16
@@ -82,15 +81,7 @@ def capture(
 
 def find_ncu() -> str | None:
     """$KERNELWATCH_NCU, `ncu` on the PATH, or a usual install location."""
-    if explicit := os.environ.get("KERNELWATCH_NCU"):
-        return explicit if os.access(explicit, os.X_OK) else None
-    if found := shutil.which("ncu"):
-        return found
-    for pattern in NCU_CANDIDATES:
-        for path in sorted(glob.glob(pattern), reverse=True):
-            if os.access(path, os.X_OK):
-                return path
-    return None
+    return find_tool("ncu", "KERNELWATCH_NCU", NCU_CANDIDATES)
 
 
 def profile_command(

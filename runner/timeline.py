@@ -14,10 +14,8 @@ process does it after its samples (runner.sampling.trace_steps), else a worker i
 from __future__ import annotations
 
 import csv
-import glob
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from typing import Any
 
 from runner.measure import run_phase
 from runner.ncu import document_kernel_name
+from runner.tools import find_tool
 
 STEPS = 5
 NSYS_CANDIDATES = (
@@ -106,15 +105,7 @@ def sqlite_kernels(path: Path) -> list[tuple[str, int, float]]:
 
 def find_nsys() -> str | None:
     """$KERNELWATCH_NSYS, `nsys` on the PATH, or a usual install location."""
-    if explicit := os.environ.get("KERNELWATCH_NSYS"):
-        return explicit if os.access(explicit, os.X_OK) else None
-    if found := shutil.which("nsys"):
-        return found
-    for pattern in NSYS_CANDIDATES:
-        for path in sorted(glob.glob(pattern), reverse=True):
-            if os.access(path, os.X_OK):
-                return path
-    return None
+    return find_tool("nsys", "KERNELWATCH_NSYS", NSYS_CANDIDATES)
 
 
 def profile_command(nsys: str, report: Path, program: list[str]) -> list[str]:
