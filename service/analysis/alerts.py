@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from service.analysis.attribution import attribute
 from service.analysis.verdicts import class_floor
+from service.core.units import to_microseconds_factor
 from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series, Verdict
 from service.models.base import utcnow
 from service.store import jobs as queue
@@ -215,7 +216,7 @@ def _samples(document: dict[str, Any], series: Series) -> np.ndarray | None:
     for w in document.get("workloads", []):
         if w["name"] == series.workload and w["params"] == series.params and w.get("timing"):
             timing = w["timing"]
-            factor = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}[timing["unit"]]
+            factor = to_microseconds_factor(timing["unit"])
             return (
                 np.concatenate(
                     [np.asarray(p["samples"], dtype=np.float64) for p in timing["processes"]]

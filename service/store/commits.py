@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
 from service.core.errors import ApiError
@@ -60,7 +61,8 @@ def commit_public(commit: Commit, repository: str) -> m.CommitPublic:
     )
 
 
-def statistics(r: Result) -> m.Statistics:
+def statistics(r: Result | Row[Any]) -> m.Statistics:
+    """From a result, or from a row of its statistic columns under the same names."""
     return m.Statistics(
         n=r.n,
         median=r.median,

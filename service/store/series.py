@@ -13,6 +13,7 @@ from service.core.errors import ApiError
 from service.models import ChangePoint, Commit, Repository, Result, Run, Series
 from service.schemas import metrics as m
 from service.schemas.document import params_key
+from service.store.commits import statistics
 
 
 def series_public(series: Series, repository: str) -> m.SeriesPublic:
@@ -101,7 +102,7 @@ def history(
         *stats,
         Commit.sha,
         Commit.author_name,
-        func.substr(Commit.message, 1, 200),
+        func.substr(Commit.message, 1, 200).label("subject"),
         Run.run_uuid,
     ]
     if with_samples:
@@ -113,31 +114,18 @@ def history(
         .join(Run, Run.id == Result.run_id)
         .order_by(Result.committed_at, Result.id)
     ).all()
-    points = []
-    for row in rows:
-        committed_at, n, median, q1, q3, low, high, mean, stdev = row[:9]
-        sha, author, message, run_uuid = row[9:13]
-        points.append(
-            m.SeriesPoint(
-                commit=sha,
-                committed_at=committed_at,
-                author_name=author,
-                subject=message.split("\n", 1)[0],
-                run_id=run_uuid,
-                statistics=m.Statistics(
-                    n=n,
-                    median=median,
-                    q1=q1,
-                    q3=q3,
-                    min=low,
-                    max=high,
-                    mean=mean,
-                    stdev=stdev,
-                    rel_iqr=(q3 - q1) / median if median else 0.0,
-                ),
-                samples=unpack_samples(row[13]).tolist() if with_samples else None,
-            )
+    points = [
+        m.SeriesPoint(
+            commit=row.sha,
+            committed_at=row.committed_at,
+            author_name=row.author_name,
+            subject=row.subject.split("\n", 1)[0],
+            run_id=row.run_uuid,
+            statistics=statistics(row),
+            samples=unpack_samples(row.samples).tolist() if with_samples else None,
         )
+        for row in rows
+    ]
     return m.SeriesHistory(
         series=series_public(series, repository),
         branch=branch,
