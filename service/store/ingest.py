@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -90,7 +90,7 @@ def _existing(factory: sessionmaker[Session], run_uuid: str, digest: str) -> Ing
                 f"run {run_uuid} is already stored with different contents; "
                 "a new measurement needs a new run_id"
             )
-        count = len(session.scalars(select(Result.id).where(Result.run_id == run.id)).all())
+        count = session.scalar(select(func.count()).where(Result.run_id == run.id)) or 0
         return IngestOutcome(run_uuid, stored=False, results=count)
 
 

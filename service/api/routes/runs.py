@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy import select
+from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
 from service.api.body import read_json_body
@@ -94,5 +94,5 @@ def get_run(run_id: str, session: SessionDep) -> RunPublic:
     if row is None:
         raise ApiError(404, f"no run with id {run_id!r}")
     run, sha, repository = row
-    results = len(session.scalars(select(Result.id).where(Result.run_id == run.id)).all())
+    results = session.scalar(select(func.count()).where(Result.run_id == run.id)) or 0
     return RunPublic.from_run(run, sha=sha, repository=repository, results=results)
