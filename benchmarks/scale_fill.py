@@ -194,6 +194,7 @@ def fill(
             "gpu_name": "NVIDIA H100 80GB HBM3", "environment": env,
             "build_status": "ok", "build_seconds": 21.4, "build_log_tail": "", "log_tail": "",
             "started_at": ctimes, "finished_at": ctimes, "received_at": ctimes,
+            "analysed_at": ctimes, "change_points_at": ctimes,
         })  # fmt: skip
         nb = k * len(kernels)
         w.write("build_resources", nb, {

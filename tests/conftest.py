@@ -125,7 +125,15 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def settings(db_url: str, tmp_path: Path) -> Settings:
     from service.core.settings import Settings
 
-    return Settings(database_url=db_url, data_dir=tmp_path, admin_token=ADMIN_TOKEN)
+    # Verdicts before the POST answers and no quiet time before change points: a test reads
+    # them right after its posts (tests/service/test_backlog.py covers the deferred default).
+    return Settings(
+        database_url=db_url,
+        data_dir=tmp_path,
+        admin_token=ADMIN_TOKEN,
+        analyse_in_request=True,
+        analysis_delay_seconds=0,
+    )
 
 
 @pytest.fixture

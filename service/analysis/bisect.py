@@ -40,6 +40,7 @@ def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
         "good": base_sha,
         "bad": head_sha,
         "candidates": candidates,
+        "order": candidates,  # the range as pushed, oldest first
         "tested": {},
     }
     if candidates:
@@ -88,10 +89,24 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
         series = session.get(Series, alert.series_id)
         assert series is not None
         head_samples, base_samples = _samples(head, series), _samples(base, series)
-        if head_samples is None or base_samples is None:
+        if base_samples is None:
             state["state"] = "failed"
-            state["reason"] = f"{sha[:12]} or {state['good'][:12]} did not measure the workload"
+            state["reason"] = f"the good commit {state['good'][:12]} did not measure the workload"
             alert.bisect = state
+            continue
+        run = session.get(Run, alert.run_id)
+        if head_samples is None:
+            # Like `git bisect skip`: a commit that does not build or measure says nothing
+            # about the regression; test its neighbours instead.
+            why = "the build failed" if doc.build.status != "ok" else "no timing of the workload"
+            state["tested"] = {**state["tested"], sha: {"skipped": True, "reason": why}}
+            state["skipped"] = [*state.get("skipped", []), sha]
+            state["candidates"] = [c for c in candidates if c != sha]
+            alert.bisect = state
+            if state["candidates"] and run is not None:
+                _queue_next(session, alert, run, job.max_attempts)
+            else:
+                _finish(session, alert, actor)
             continue
         b, h = float(np.median(base_samples)), float(np.median(head_samples))
         change = (h - b) / b
@@ -116,7 +131,6 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
         else:
             state["good"], state["candidates"] = sha, candidates[i + 1 :]
         alert.bisect = state
-        run = session.get(Run, alert.run_id)
         if state["candidates"] and run is not None:
             _queue_next(session, alert, run, job.max_attempts)
         else:
@@ -127,20 +141,33 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
 def _finish(session: Session, alert: Alert, actor: str) -> None:
     state = dict(alert.bisect)
     sha = state["bad"]
-    commit = session.scalars(
-        select(Commit).where(Commit.repository_id == alert.repository_id, Commit.sha == sha)
-    ).one()
+    order = state.get("order") or []
+    # Skipped commits between the last good and the first bad one leave the answer open.
+    low = order.index(state["good"]) if state["good"] in order else -1
+    high = order.index(sha) if sha in order else len(order)
+    untestable = [c for c in order[low + 1 : high] if c in state.get("skipped", [])]
     tested = state.get("tested", {}).get(sha)
     change = tested["change"] if tested else (alert.confirmed_change or alert.change)
-    state.update(state="done", first_bad=sha, candidates=[])
-    alert.bisect = state
-    alert.first_bad_commit_id = commit.id
+    state.update(state="done", candidates=[])
+    if untestable:
+        state.update(first_bad=None, first_bad_candidates=[*untestable, sha])
+        alert.bisect = state
+        names = ", ".join(c[:12] for c in [*untestable, sha])
+        note = f"bisected: the first bad commit is one of {names} ({len(untestable)} untestable)"
+    else:
+        state.update(first_bad=sha)
+        alert.bisect = state
+        commit = session.scalars(
+            select(Commit).where(Commit.repository_id == alert.repository_id, Commit.sha == sha)
+        ).one()
+        alert.first_bad_commit_id = commit.id
+        note = f"bisected: first bad commit {sha[:12]} ({change:+.1%})"
     session.add(
         AlertEvent(
             alert_id=alert.id,
             from_state=alert.state,
             to_state=alert.state,
             actor=actor,
-            note=f"bisected: first bad commit {sha[:12]} ({change:+.1%})",
+            note=note,
         )
     )

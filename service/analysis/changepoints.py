@@ -20,8 +20,9 @@ whichever is larger. Segments are at least MIN_SIZE points long, so a single
 outlying run never makes a change point, and a shift shows up once MIN_SIZE results after it
 are in (the run's own verdict covers the newest commit before that).
 
-Ingest. After the verdicts, in the same transaction, the series the run measured are re-segmented
-over their newest MAX_POINTS ancestry commits and their stored change points on that branch are
+Ingest. Shortly after a run is stored (service.analysis.backlog, which lets a burst of runs
+on one branch cost one re-segmentation), the series the run measured are re-segmented over
+their newest MAX_POINTS ancestry commits and their stored change points on that branch are
 replaced. Reading the medians is most of the cost (a row lookup each; 30 series x 200 points is
 ~25 ms on SQLite), hence 64 points, plenty to place a shift above the floors. Once a window holds
 FREEZE_AFTER points, its oldest GUARD points are context only: change points there stay as stored,
@@ -179,16 +180,26 @@ def _head(session: Session, run: Run, series_ids: list[int]) -> Commit:
     return head if head is not None else own
 
 
-def update_change_points(session: Session, run: Run) -> int:
-    """Re-segment every series the run measured along its branch; the number of change points
-    written (new, or moved medians). An unchanged change point keeps its row and `detected_at`;
-    one the new segmentation no longer has is deleted."""
+@dataclass(frozen=True)
+class Segmented:
+    """What one re-segmentation covered: a run whose commit is in `window` and whose series are
+    all in `series` needs no re-segmentation of its own (service.analysis.backlog)."""
+
+    written: int
+    window: frozenset[int]
+    series: frozenset[int]
+
+
+def update_change_points(session: Session, run: Run) -> Segmented:
+    """Re-segment every series the run measured along its branch. `written` counts the change
+    points written (new, or moved medians). An unchanged change point keeps its row and
+    `detected_at`; one the new segmentation no longer has is deleted."""
     conn = session.connection()
     series_ids = sorted(
         set(conn.execute(select(RESULTS.series_id).where(RESULTS.run_id == run.id)).scalars())
     )
     if not series_ids:
-        return 0
+        return Segmented(0, frozenset(), frozenset())
     head = _head(session, run, series_ids)
     line = [head.id, *(cid for cid in ancestry(session, head, run.branch) if cid != head.id)]
     window = line[:MAX_POINTS]
@@ -236,7 +247,7 @@ def update_change_points(session: Session, run: Run) -> int:
         session.execute(delete(ChangePoint).where(ChangePoint.id.in_(stale)))
     for i in range(0, len(fresh), 1000):
         _upsert(session, fresh[i : i + 1000])
-    return len(fresh)
+    return Segmented(len(fresh), frozenset(window), frozenset(series_ids))
 
 
 def _reconcile(

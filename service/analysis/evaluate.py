@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from service.analysis.baseline import ancestry, baselines
 from service.analysis.stats import unpack_samples
-from service.analysis.verdicts import compare, decide
+from service.analysis.verdicts import Candidate, compare_many, decide
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
 
 BROKEN_STATES = ("correctness_failed", "failed", "timeout", "crashed")
@@ -21,14 +21,17 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     history = baselines(session, [r.series_id for r in results], commit_ids)
     comparisons = []
     verdicts: list[Verdict] = []
-    for result in results:
-        base = history.get(result.series_id, [])
-        comparison = compare(
+    bases = [history.get(result.series_id, []) for result in results]
+    candidates = [
+        Candidate(
             result.id,
             unpack_samples(result.samples),
             [b.samples for b in base],
             baseline_medians=[b.median for b in base],
         )
+        for result, base in zip(results, bases, strict=True)
+    ]
+    for comparison, base, result in zip(compare_many(candidates), bases, results, strict=True):
         if comparison is None:
             verdicts.append(
                 Verdict(
@@ -70,13 +73,13 @@ def _broken_and_missing(
     session: Session, run: Run, commit_ids: list[int], measured: set[int]
 ) -> list[Verdict]:
     """Series the previous run of this suite measured that this run did not."""
-    previous = _previous_run(session, run, commit_ids)
+    previous = _previous_run_id(session, run, commit_ids)
     if previous is None:
         return []
     before = session.execute(
         select(Series.id, Series.workload, Series.params_key)
         .join(Result, Result.series_id == Series.id)
-        .where(Result.run_id == previous.id)
+        .where(Result.run_id == previous)
     ).all()
     states = {
         (w.name, w.params_key): w
@@ -97,21 +100,20 @@ def _broken_and_missing(
     return out
 
 
-def _previous_run(session: Session, run: Run, commit_ids: list[int]) -> Run | None:
+def _previous_run_id(session: Session, run: Run, commit_ids: list[int]) -> int | None:
     if not commit_ids:
         return None
     position = {cid: i for i, cid in enumerate(commit_ids)}
-    candidates = list(
-        session.scalars(
-            select(Run).where(
-                Run.commit_id.in_(commit_ids),
-                Run.suite == run.suite,
-                Run.fingerprint == run.fingerprint,
-                Run.id != run.id,
-                Run.status != "build_failed",
-            )
+    # Ids only: the ancestry holds hundreds of runs and their environments are not needed.
+    candidates = session.execute(
+        select(Run.id, Run.commit_id).where(
+            Run.commit_id.in_(commit_ids),
+            Run.suite == run.suite,
+            Run.fingerprint == run.fingerprint,
+            Run.id != run.id,
+            Run.status != "build_failed",
         )
-    )
+    ).all()
     if not candidates:
         return None
-    return min(candidates, key=lambda r: (position[r.commit_id], -r.id))
+    return min(candidates, key=lambda r: (position[r.commit_id], -r.id)).id

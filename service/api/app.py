@@ -11,9 +11,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
+from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import install_error_handlers
 from service.api.routes import (
     alerts,
@@ -30,7 +29,6 @@ from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.schemas.document import RunDocument
-from service.store.jobs import reap
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +42,21 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
 
     factory = session_factory(engine)
 
+    analysis = AnalysisWorker(factory, settings)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        reaper = None
+        tasks = []
         if settings.reaper_interval_seconds > 0:
-            reaper = asyncio.create_task(_reap_forever(factory, settings.reaper_interval_seconds))
+            tasks.append(reap_forever(factory, settings.reaper_interval_seconds))
+        if settings.analysis_poll_seconds > 0:
+            tasks.append(analysis.forever())
+        running = [asyncio.create_task(t) for t in tasks]
         yield
-        if reaper is not None:
-            reaper.cancel()
+        for task in running:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await reaper
+                await task
         engine.dispose()
 
     app = FastAPI(
@@ -65,26 +68,12 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.session_factory = factory
+    app.state.analysis = analysis
     install_error_handlers(app)
     for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts):
         app.include_router(module.router)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
-
-
-async def _reap_forever(factory: sessionmaker[Session], interval: float) -> None:
-    """Requeue jobs whose runner vanished; claims reap too, this covers idle queues."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await run_in_threadpool(_reap_once, factory)
-        except Exception:
-            log.exception("reaper failed; retrying in %.0f s", interval)
-
-
-def _reap_once(factory: sessionmaker[Session]) -> None:
-    with factory() as session, session.begin():
-        reap(session)
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -27,7 +27,10 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 async def read_json_body(request: Request, limit: int) -> Any:
-    body = await read_body(request, limit)
+    return parse_json(await read_body(request, limit))
+
+
+def parse_json(body: bytes) -> Any:
     if not body:
         raise ApiError(422, "empty body; send the result document as JSON")
     try:

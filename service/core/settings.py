@@ -30,6 +30,23 @@ class Settings(BaseSettings):
     lease_seconds: int = Field(default=600, gt=0, description="how long a claim lasts unextended")
     max_attempts: int = Field(default=3, gt=0, description="claims of a job before it fails")
     reaper_interval_seconds: float = Field(default=30.0, ge=0, description="0 disables it")
+    analyse_in_request: bool = Field(
+        default=False,
+        description="decide a run's verdicts and alerts before POST /api/v1/runs answers "
+        "(change points still follow); by default they follow within about a second",
+    )
+    analysis_delay_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="quiet time after a run is stored before the backlog is analysed, so that "
+        "a burst of runs is stored at full speed and costs one change-point re-segmentation",
+    )
+    analysis_poll_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="how often the analysis backlog is checked for runs that other service "
+        "processes stored; 0 disables the worker",
+    )
     log_level: str = "INFO"
     github_token: SecretStr | None = Field(
         default=None, description="token with commit-status write access; unset: no statuses"

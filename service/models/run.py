@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
@@ -17,6 +17,19 @@ class Run(Base):
         # The commit page starts from "which runs exist at this commit".
         Index("ix_runs_commit_id", "commit_id"),
         Index("ix_runs_repository_id_branch", "repository_id", "branch"),
+        # The analysis backlogs: a handful of rows at most, found without a table scan.
+        Index(
+            "ix_runs_analysis_pending",
+            "id",
+            sqlite_where=text("analysed_at IS NULL"),
+            postgresql_where=text("analysed_at IS NULL"),
+        ),
+        Index(
+            "ix_runs_change_points_pending",
+            "id",
+            sqlite_where=text("change_points_at IS NULL"),
+            postgresql_where=text("change_points_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -39,6 +52,10 @@ class Run(Base):
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # When the run's verdicts and alerts were decided, and when its series were re-segmented
+    # for change points; NULL while that waits (service.analysis.backlog, after the ingest).
+    analysed_at: Mapped[datetime | None]
+    change_points_at: Mapped[datetime | None]
 
 
 class BuildResource(Base):

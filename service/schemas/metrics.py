@@ -174,6 +174,10 @@ class CommitMetrics(BaseModel):
     workloads: list[WorkloadPublic]
     absent: list[AbsentSeries]
     verdict_counts: dict[str, int]
+    # True while these runs await their analysis (verdicts, for about a second after a store)
+    # or re-segmentation (change_point fields): those fields may then be missing or lag.
+    analysis_pending: bool = False
+    change_points_pending: bool = False
 
 
 class SeriesPublic(BaseModel):
@@ -204,3 +208,6 @@ class SeriesHistory(BaseModel):
     points: list[SeriesPoint]
     # Shifts in the series' level within the points shown, oldest first.
     change_points: list[ChangePointPublic] = []
+    # True while a stored run of the series awaits re-segmentation (a second or so after a
+    # store): change_points may then lag the newest points.
+    change_points_pending: bool = False

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session, aliased, defer
+from sqlalchemy import Row, select
+from sqlalchemy.orm import Session, aliased
 
+from service.analysis.backlog import runs_pending
 from service.analysis.baseline import ancestry, nearest_results
 from service.models import (
     BuildResource,
@@ -47,8 +48,8 @@ def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Ru
 
 
 def _baselines(
-    session: Session, results: list[Result], branch: str, commit: Commit
-) -> dict[int, tuple[Result, str, str]]:
+    session: Session, results: list[Row[Any]], branch: str, commit: Commit
+) -> dict[int, Row[Any]]:
     """For each result, the nearest earlier result of its series on the branch.
 
     Along the first-parent ancestry when the runner sent it; by commit time otherwise.
@@ -80,17 +81,37 @@ def _baselines(
     return _with_commits(session, {rid: bid for rid, bid in pairs if bid is not None})
 
 
-def _with_commits(session: Session, wanted: dict[int, int]) -> dict[int, tuple[Result, str, str]]:
+def _with_commits(session: Session, wanted: dict[int, int]) -> dict[int, Row[Any]]:
     if not wanted:
         return {}
     rows = session.execute(
-        select(Result, Commit.sha, Run.run_uuid)
+        select(Result.id, Result.median, Result.committed_at, Commit.sha, Run.run_uuid)
         .join(Commit, Commit.id == Result.commit_id)
         .join(Run, Run.id == Result.run_id)
         .where(Result.id.in_(set(wanted.values())))
     ).all()
-    by_id = {r.id: (r, sha, uuid) for r, sha, uuid in rows}
+    by_id = {r.id: r for r in rows}
     return {rid: by_id[bid] for rid, bid in wanted.items()}
+
+
+# Plain columns throughout: a commit of a 200-workload suite has over a thousand rows to show,
+# and ORM objects (identity map, JSON columns nobody reads) would cost more than the queries.
+_WORKLOAD = [
+    RunWorkload.id, RunWorkload.run_id, RunWorkload.name, RunWorkload.params,
+    RunWorkload.kernels, RunWorkload.status, RunWorkload.error, RunWorkload.flops,
+    RunWorkload.bytes_moved, RunWorkload.timeline_source, RunWorkload.timeline_note,
+    RunWorkload.ncu_status, RunWorkload.ncu_note,
+]  # fmt: skip
+_RESULT = [
+    Result.id, Result.run_workload_id, Result.series_id, Result.method, Result.sm_clock_mhz,
+    Result.n, Result.median, Result.q1, Result.q3, Result.min, Result.max, Result.mean,
+    Result.stdev, Series.kernel, Series.metric, Series.unit,
+]  # fmt: skip
+_VERDICT = [
+    Verdict.result_id, Verdict.series_id, Verdict.verdict, Verdict.change, Verdict.p_value,
+    Verdict.q_value, Verdict.floor, Verdict.baseline_median, Verdict.baseline_results,
+    Verdict.note,
+]  # fmt: skip
 
 
 def commit_metrics(
@@ -99,55 +120,60 @@ def commit_metrics(
     runs = latest_runs(session, commit, branch)
     branch = runs[0].branch if runs else branch
     run_by_id = {r.id: r for r in runs}
-    workloads = list(
-        session.scalars(
-            select(RunWorkload).where(RunWorkload.run_id.in_(run_by_id)).order_by(RunWorkload.id)
-        )
-    )
+    workloads = session.execute(
+        select(*_WORKLOAD).where(RunWorkload.run_id.in_(run_by_id)).order_by(RunWorkload.id)
+    ).all()
     wl_ids = [w.id for w in workloads]
     result_rows = session.execute(
-        select(Result, Series)
+        select(*_RESULT)
         .join(Series, Series.id == Result.series_id)
         .where(Result.run_id.in_(run_by_id))
-        .options(defer(Result.samples))  # the page shows statistics, not raw samples
     ).all()
-    baselines = _baselines(session, [r for r, _ in result_rows], branch or "", commit)
-    verdicts = list(session.scalars(select(Verdict).where(Verdict.run_id.in_(run_by_id))))
+    baselines = _baselines(session, result_rows, branch or "", commit)
+    verdicts = session.execute(select(*_VERDICT).where(Verdict.run_id.in_(run_by_id))).all()
     by_result = {v.result_id: v for v in verdicts if v.result_id is not None}
-    shifts = _change_points(session, commit, branch, {s.id for _, s in result_rows})
+    shifts = _change_points(session, commit, branch, {r.series_id for r in result_rows})
     metrics_by_wl: dict[int, list[tuple[str, m.MetricPublic]]] = defaultdict(list)
-    for result, series in result_rows:
+    for result in result_rows:
         base = baselines.get(result.id)
         verdict = by_result.get(result.id)
         metrics_by_wl[result.run_workload_id].append(
             (
-                series.kernel,
+                result.kernel,
                 m.MetricPublic(
-                    series_id=series.id,
-                    metric=series.metric,
-                    unit=series.unit,
+                    series_id=result.series_id,
+                    metric=result.metric,
+                    unit=result.unit,
                     method=result.method,
                     sm_clock_mhz=result.sm_clock_mhz,
                     statistics=statistics(result),
                     baseline=m.Baseline(
-                        commit=base[1],
-                        run_id=base[2],
-                        median=base[0].median,
-                        committed_at=base[0].committed_at,
+                        commit=base.sha,
+                        run_id=base.run_uuid,
+                        median=base.median,
+                        committed_at=base.committed_at,
                     )
                     if base
                     else None,
-                    change=(result.median - base[0].median) / base[0].median if base else None,
+                    change=(result.median - base.median) / base.median if base else None,
                     verdict=verdict.verdict if verdict else None,
                     analysis=_analysis(verdict) if verdict else None,
-                    change_point=shifts.get(series.id),
+                    change_point=shifts.get(result.series_id),
                 ),
             )
         )
     correctness = {
         c.run_workload_id: c
-        for c in session.scalars(
-            select(CorrectnessOutcome).where(CorrectnessOutcome.run_workload_id.in_(wl_ids))
+        for c in session.execute(
+            select(
+                CorrectnessOutcome.run_workload_id,
+                CorrectnessOutcome.passed,
+                CorrectnessOutcome.error_norm,
+                CorrectnessOutcome.tolerance,
+                CorrectnessOutcome.norm,
+                CorrectnessOutcome.precision,
+                CorrectnessOutcome.unwritten,
+            ).where(CorrectnessOutcome.run_workload_id.in_(wl_ids))
         )
     }
     ncu: dict[int, dict[str, dict[str, m.NcuValue]]] = defaultdict(lambda: defaultdict(dict))
@@ -186,8 +212,14 @@ def commit_metrics(
             )
         )
     timeline: dict[int, list[m.TimelineKernel]] = defaultdict(list)
-    for t in session.scalars(
-        select(TimelineEntry)
+    for t in session.execute(
+        select(
+            TimelineEntry.run_workload_id,
+            TimelineEntry.kernel,
+            TimelineEntry.calls,
+            TimelineEntry.total_ns,
+            TimelineEntry.share,
+        )
         .where(TimelineEntry.run_workload_id.in_(wl_ids))
         .order_by(TimelineEntry.total_ns.desc())
     ):
@@ -203,7 +235,18 @@ def commit_metrics(
             compile_seconds=b.compile_seconds,
             arch=b.arch,
         )
-        for b in session.scalars(select(BuildResource).where(BuildResource.run_id.in_(run_by_id)))
+        for b in session.execute(
+            select(
+                BuildResource.run_id,
+                BuildResource.kernel,
+                BuildResource.registers,
+                BuildResource.shared_bytes,
+                BuildResource.spill_stores_bytes,
+                BuildResource.spill_loads_bytes,
+                BuildResource.compile_seconds,
+                BuildResource.arch,
+            ).where(BuildResource.run_id.in_(run_by_id))
+        )
     }
     out = []
     for w in workloads:
@@ -238,6 +281,8 @@ def commit_metrics(
         workloads=out,
         absent=_absent(session, [v for v in verdicts if v.result_id is None]),
         verdict_counts=dict(Counter(v.verdict for v in verdicts)),
+        analysis_pending=runs_pending(session, list(run_by_id), Run.analysed_at),
+        change_points_pending=runs_pending(session, list(run_by_id), Run.change_points_at),
     )
 
 
@@ -266,7 +311,7 @@ def _change_points(
     }
 
 
-def _analysis(v: Verdict) -> m.Analysis:
+def _analysis(v: Row[Any]) -> m.Analysis:
     return m.Analysis(
         verdict=v.verdict,
         change=v.change,
@@ -279,7 +324,7 @@ def _analysis(v: Verdict) -> m.Analysis:
     )
 
 
-def _absent(session: Session, verdicts: list[Verdict]) -> list[m.AbsentSeries]:
+def _absent(session: Session, verdicts: list[Row[Any]]) -> list[m.AbsentSeries]:
     if not verdicts:
         return []
     series = {
@@ -303,13 +348,13 @@ def _absent(session: Session, verdicts: list[Verdict]) -> list[m.AbsentSeries]:
 
 
 def _workload_public(
-    w: RunWorkload,
+    w: Row[Any],
     run: Run,
     metrics: list[tuple[str, m.MetricPublic]],
     ncu: dict[str, dict[str, m.NcuValue]],
     findings: dict[str, list[m.NcuFindingPublic]],
     builds: dict[tuple[int, str], m.BuildPublic],
-    correctness: CorrectnessOutcome | None,
+    correctness: Row[Any] | None,
     timeline: list[m.TimelineKernel] | None,
 ) -> m.WorkloadPublic:
     names: list[str] = []

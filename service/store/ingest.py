@@ -12,9 +12,6 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.analysis.alerts import update_alerts
-from service.analysis.changepoints import update_change_points
-from service.analysis.evaluate import evaluate_run
 from service.models import (
     BuildResource,
     Commit,
@@ -30,8 +27,6 @@ from service.store.workload_rows import SummaryMismatch, store_workloads, summar
 
 __all__ = ["DocumentConflict", "IngestOutcome", "SummaryMismatch", "ingest"]
 
-CONFIRM_ATTEMPTS = 3
-
 
 class DocumentConflict(Exception):
     """The run id is stored already, with different contents."""
@@ -43,6 +38,7 @@ class IngestOutcome:
     stored: bool
     results: int
     detail: str | None = None
+    pk: int | None = None  # the stored run's row, for its analysis
 
 
 def document_digest(raw: Any) -> str:
@@ -68,7 +64,7 @@ def ingest(
     try:
         with factory() as session, session.begin():
             after = within(session) if within else None
-            count = _store(session, doc, digest)
+            pk, count = _store(session, doc, digest)
             if after:
                 after(session)
     except IntegrityError:
@@ -77,7 +73,7 @@ def ingest(
         if existing is None:
             raise
         return existing
-    return IngestOutcome(doc.run_id, stored=True, results=count)
+    return IngestOutcome(doc.run_id, stored=True, results=count, pk=pk)
 
 
 def _existing(factory: sessionmaker[Session], run_uuid: str, digest: str) -> IngestOutcome | None:
@@ -94,7 +90,7 @@ def _existing(factory: sessionmaker[Session], run_uuid: str, digest: str) -> Ing
         return IngestOutcome(run_uuid, stored=False, results=count)
 
 
-def _store(session: Session, doc: RunDocument, digest: str) -> int:
+def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
     repo = get_or_create(
         session,
         Repository,
@@ -157,8 +153,4 @@ def _store(session: Session, doc: RunDocument, digest: str) -> int:
             insert(BuildResource), [{"run_id": run.id, **k.model_dump()} for k in doc.build.kernels]
         )
     results = store_workloads(session, doc, run, repo.id, commit, timed)
-    session.flush()
-    verdicts = evaluate_run(session, run)
-    update_change_points(session, run)
-    update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
-    return results
+    return run.id, results

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.analysis.backlog import series_pending
 from service.analysis.stats import unpack_samples
 from service.core.errors import ApiError
 from service.models import ChangePoint, Commit, Repository, Result, Run, Series
@@ -133,6 +134,7 @@ def history(
         change_points=change_points(session, series.id, branch, points[0].committed_at)
         if points
         else [],
+        change_points_pending=series_pending(session, series.id, branch),
     )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import JSON, TypeDecorator, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -255,5 +255,31 @@ def _result_row(
 
 
 def _many(session: Session, model: type, rows: list[dict[str, Any]]) -> None:
-    if rows:
-        session.execute(insert(model), rows)
+    """Insert many rows: COPY on PostgreSQL where the rows are plain, else Core executemany.
+
+    A document brings a thousand-odd rows (ncu metrics above all): psycopg's executemany sends
+    each as a statement of its own (~20 us a row), COPY streams them (~2 us); on SQLite a Core
+    executemany is fastest, and the ORM's bulk path costs more than the insert on both."""
+    if not rows:
+        return
+    table = model.__table__  # type: ignore[attr-defined]
+    connection = session.connection()
+    if connection.dialect.name == "postgresql" and _copyable(table, rows[0]):
+        names = list(rows[0])
+        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        columns = ", ".join(f'"{n}"' for n in names)
+        with cursor.copy(f'COPY "{table.name}" ({columns}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row([row[n] for n in names])
+        return
+    session.execute(table.insert(), rows)
+
+
+def _copyable(table: Any, row: dict[str, Any]) -> bool:
+    """Rows that name every column but the key, none of them JSON or of a decorated type: what
+    COPY takes as is, without the defaults and type processing of an INSERT through SQLAlchemy."""
+    columns = {c.name: c for c in table.columns if not c.primary_key}
+    return set(row) == set(columns) and not any(
+        isinstance(c.type, JSON | TypeDecorator) or isinstance(row[name], dict | list)
+        for name, c in columns.items()
+    )

@@ -192,3 +192,63 @@ def test_a_push_of_several_commits_stores_them_in_the_head_job(hook: Hook, engin
         (pushed[-1], {"push_commits": pushed}),
         (sha_for("d"), {}),
     ]
+
+
+def bisect_run(
+    runner: httpx.Client, first_bad: str, broken: str, alert_id: int
+) -> tuple[list[str], dict]:
+    """Serve the bisect jobs: commits from `first_bad` on are slower, `broken` does not build."""
+    by_sha = {sha_for(p): p for p in PUSH}
+    tested: list[str] = []
+    for step in range(10):
+        answer = runner.post("/api/v1/jobs/claim")
+        if answer.status_code == 204:
+            break
+        claim = answer.json()
+        label = by_sha[claim["job"]["commit"]]
+        tested.append(label)
+        slow = PUSH.index(label) >= PUSH.index(first_bad)
+        doc = paired(claim, label, 108.0 if slow else 100.0, 200 + 2 * step)
+        if label == broken:
+            doc.update(status="build_failed", workloads=[])
+            doc["build"].update(status="failed", log_tail="error: identifier undefined", kernels=[])
+        answer = runner.post("/api/v1/runs", json=doc)
+        assert answer.status_code == 201, answer.text
+    return tested, runner.get(f"/api/v1/alerts/{alert_id}").json()
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_can_leave_the_answer_open(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    labels = history(admin)
+    queue_head(engine, PUSH)
+    with server.client(runner_token(engine)) as runner:
+        post_head(runner, labels, "head")
+        confirm(runner)
+        (alert,) = admin.get("/api/v1/alerts").json()
+        tested, done = bisect_run(runner, first_bad="p3", broken="p3", alert_id=alert["id"])
+    # p3 is skipped; p2 is good and p4 bad, so the regression is in p3 or p4.
+    assert tested == ["p3", "p2", "p4"]
+    state = done["bisect"]
+    assert state["state"] == "done"
+    assert state["tested"][sha_for("p3")] == {"skipped": True, "reason": "the build failed"}
+    assert state["first_bad"] is None
+    assert state["first_bad_candidates"] == [sha_for("p3"), sha_for("p4")]
+    assert done["first_bad_commit"] is None
+    assert done["events"][-1]["note"].startswith("bisected: the first bad commit is one of")
+
+
+def test_a_skipped_commit_outside_the_final_range_leaves_a_clear_answer(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    labels = history(admin)
+    queue_head(engine, PUSH)
+    with server.client(runner_token(engine)) as runner:
+        post_head(runner, labels, "head")
+        confirm(runner)
+        (alert,) = admin.get("/api/v1/alerts").json()
+        tested, done = bisect_run(runner, first_bad="p5", broken="p3", alert_id=alert["id"])
+    assert tested == ["p3", "p2", "p4", "p5"]
+    assert done["first_bad_commit"] == sha_for("p5")
+    assert done["bisect"]["first_bad"] == sha_for("p5")
+    assert done["bisect"]["skipped"] == [sha_for("p3")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import numpy as np
 import pytest
@@ -134,14 +136,25 @@ def post_line(
     return labels
 
 
+def settled(client: httpx.Client, path: str, **params: str) -> dict:
+    """GET `path` once the change-point backlog of what it shows has been worked off."""
+    deadline = time.monotonic() + 20
+    while True:
+        response = client.get(path, params=params)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        if not body["change_points_pending"]:
+            return body
+        assert time.monotonic() < deadline, f"{path}: change points still pending after 20 s"
+        time.sleep(0.05)
+
+
 def change_points(client: httpx.Client, kernel: str, branch: str = "main") -> list[dict]:
-    response = client.get("/api/v1/series", params={"kernel": kernel, "branch": branch})
-    assert response.status_code == 200, response.text
-    return response.json()["change_points"]
+    return settled(client, "/api/v1/series", kernel=kernel, branch=branch)["change_points"]
 
 
 def metric_change_points(client: httpx.Client, label: str) -> dict[str, dict | None]:
-    metrics = client.get(f"/api/v1/commits/{sha_for(label)}/metrics").json()
+    metrics = settled(client, f"/api/v1/commits/{sha_for(label)}/metrics")
     return {
         k["kernel"]: k["metrics"][0]["change_point"]
         for w in metrics["workloads"]

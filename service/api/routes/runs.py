@@ -8,13 +8,14 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
-from service.api.body import read_json_body
+from service.analysis.backlog import analyse_run
+from service.api.body import parse_json, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.integrations import github
 from service.models import Commit, Repository, Result, Run
-from service.schemas.document import RunDocument, find_non_finite
+from service.schemas.document import RunDocument, find_non_finite, may_hold_non_finite
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
 from service.store.runner_results import store_runner_document
@@ -45,8 +46,9 @@ async def post_run(
     background: BackgroundTasks,
 ) -> JSONResponse:
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
-    raw = await read_json_body(request, settings.max_body_bytes)
-    bad = find_non_finite(raw)
+    body = await read_body(request, settings.max_body_bytes)
+    raw = parse_json(body)
+    bad = find_non_finite(raw) if may_hold_non_finite(body) else None
     if bad:
         raise ApiError(422, f"invalid document: {bad}: NaN and infinities are not measurements")
     try:
@@ -76,9 +78,14 @@ async def post_run(
             else f"run {outcome.run_id} was already stored; nothing changed"
         ),
     )
-    if outcome.stored and github.enabled(settings):
-        # After the answer is sent: the runner never waits on GitHub, nor fails because of it.
-        background.add_task(github.report_run, factory, settings, outcome.run_id)
+    if outcome.stored and outcome.pk is not None:
+        if settings.analyse_in_request:
+            await run_in_threadpool(analyse_run, factory, outcome.pk)
+            if github.enabled(settings):
+                # After the answer: the runner never waits on GitHub, nor fails because of it.
+                background.add_task(github.report_run, factory, settings, outcome.run_id)
+        # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
+        request.app.state.analysis.run_stored()
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())
 
 

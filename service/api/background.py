@@ -1,0 +1,79 @@
+"""Work the app does beside its requests: the job reaper and the analysis backlog."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from service.analysis.backlog import process_pending
+from service.core.settings import Settings
+from service.integrations import github
+from service.store.jobs import reap
+
+log = logging.getLogger(__name__)
+
+MAX_DEFER_SECONDS = 30.0  # a steady stream of runs is still analysed this often
+
+
+async def reap_forever(factory: sessionmaker[Session], interval: float) -> None:
+    """Requeue jobs whose runner vanished; claims reap too, this covers idle queues."""
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await run_in_threadpool(_reap_once, factory)
+        except Exception:
+            log.exception("reaper failed; retrying in %.0f s", interval)
+
+
+def _reap_once(factory: sessionmaker[Session]) -> None:
+    with factory() as session, session.begin():
+        reap(session)
+
+
+class AnalysisWorker:
+    """Works off the analysis backlog once stores have been quiet for `delay` seconds.
+
+    A run stored by this process wakes it; `poll` covers runs that other processes stored and
+    backlogs left by a restart."""
+
+    def __init__(self, factory: sessionmaker[Session], settings: Settings) -> None:
+        self.factory, self.settings = factory, settings
+        self.delay, self.poll = settings.analysis_delay_seconds, settings.analysis_poll_seconds
+        self._stored = asyncio.Event()
+
+    def run_stored(self) -> None:
+        self._stored.set()
+
+    async def forever(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._stored.wait(), timeout=self.poll)
+                await self._quiet()
+            except TimeoutError:
+                pass
+            self._stored.clear()
+            try:
+                await run_in_threadpool(self.work_once)
+            except Exception:
+                log.exception("analysis backlog failed; retrying in %.0f s", self.poll)
+
+    def work_once(self) -> None:
+        report = None
+        if github.enabled(self.settings):
+            settings = self.settings
+            report = lambda run_id: github.report_run(self.factory, settings, run_id)  # noqa: E731
+        process_pending(self.factory, on_analysed=report)
+
+    async def _quiet(self) -> None:
+        """Return once no run was stored for `delay` seconds (or MAX_DEFER_SECONDS passed)."""
+        start = time.monotonic()
+        while self.delay > 0 and time.monotonic() - start < MAX_DEFER_SECONDS:
+            self._stored.clear()
+            try:
+                await asyncio.wait_for(self._stored.wait(), timeout=self.delay)
+            except TimeoutError:
+                return
