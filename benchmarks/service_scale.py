@@ -37,12 +37,19 @@ import numpy as np
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from benchmarks.scale_fill import commit_sha, fill, result_documents, series_specs
+from benchmarks.scale_fill import (
+    FAMILIES,
+    REPOSITORY,
+    commit_sha,
+    fill,
+    result_documents,
+    series_specs,
+)
 from service.core.db import create_db_engine
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 
-COMMIT_P95_MS, SERIES_P95_MS, INGEST_DOCS_S = 50.0, 100.0, 50.0
+COMMIT_P95_MS, SERIES_P95_MS, INGEST_DOCS_S, PAGE_P95_MS = 50.0, 100.0, 50.0, 300.0
 SERIES_POINTS, DOC_WORKLOADS, CLIENTS = 1000, 30, 4
 WORKERS = 2  # one server process per core of the 2-core target machine
 TOKEN = "bench-admin-token"
@@ -61,6 +68,10 @@ class Outcome:
     ingest_conc: float
     analysed_seq: float  # documents per second from the first post until all were analysed
     analysed_conc: float
+    pages: dict[str, tuple[float, ...]]  # page -> p50, p95, max ms
+
+    def pages_ok(self) -> bool:
+        return all(ms[1] <= PAGE_P95_MS for ms in self.pages.values())
 
     def verdicts(self) -> dict[str, bool]:
         return {
@@ -198,6 +209,23 @@ def ingest_rate(base: str, docs: list[bytes], clients: int) -> float:
     return len(docs) / (time.perf_counter() - t0)
 
 
+def page_paths(rng: np.random.Generator, commits: int, n: int) -> dict[str, list[str]]:
+    """n requests per dashboard page (issue 7: each renders in <= 300 ms at this scale)."""
+    heads = rng.integers(1, commits, n)
+    workloads = rng.choice(sorted({f[0] for f in FAMILIES}), n)
+    return {
+        "/": ["/"] * n,
+        "/trends?workload=W": [
+            f"/trends?repository={REPOSITORY}&branch=main&workload={w}" for w in workloads
+        ],
+        "/commits/{sha}": [f"/commits/{commit_sha(int(i))}" for i in heads],
+        "/compare?base=&head=": [
+            f"/compare?base={commit_sha(int(i) - 1)}&head={commit_sha(int(i))}" for i in heads
+        ],
+        "/alerts": ["/alerts?state=fixed&state=open"] * n,
+    }
+
+
 def analysed_rate(base: str, docs: list[bytes], clients: int) -> tuple[float, float]:
     """Documents per second stored, and stored and analysed (verdicts, alerts, change points).
 
@@ -290,6 +318,10 @@ def measure(
         print(f"[{kind}] commit metrics ({args.series} workloads): " + _ms(commit_ms), flush=True)
         series_ms = timed_gets(client, series_paths, warm)
         print(f"[{kind}] series ({points} points): " + _ms(series_ms), flush=True)
+        pages = {}
+        for page, paths in page_paths(rng, commits, max(10, n // 4) + 3).items():
+            pages[page] = timed_gets(client, paths, 3)
+            print(f"[{kind}] page {page}: " + _ms(pages[page]), flush=True)
         seq, seq_done = analysed_rate(base, docs[: args.documents], 1)
         conc, conc_done = analysed_rate(base, docs[args.documents :], CLIENTS)
         print(f"[{kind}] ingest ({DOC_WORKLOADS} workloads/document): {seq:.1f} docs/s "
@@ -297,7 +329,7 @@ def measure(
               f"{seq_done:.1f} and {conc_done:.1f} docs/s", flush=True)  # fmt: skip
     return Outcome(
         kind, commits * args.series, rows, fill_s, commit_ms, series_ms, seq, conc, seq_done,
-        conc_done,
+        conc_done, pages,
     )  # fmt: skip
 
 
@@ -328,6 +360,19 @@ def table(outcomes: list[Outcome]) -> str:
             f"| {o.ingest_conc:.1f} {mark(v['ingest_conc'])} "
             f"| {o.analysed_seq:.1f} / {o.analysed_conc:.1f} |"
         )
+    pages = sorted({page for o in outcomes for page in o.pages})
+    lines += [
+        "",
+        "| database | " + " | ".join(f"`{p}` p50 / p95 ms" for p in pages) + " |",
+        "|---|" + "--:|" * len(pages),
+    ]
+    for o in outcomes:
+        cells = [
+            f"{o.pages[p][0]:.1f} / {o.pages[p][1]:.1f} " + mark(o.pages[p][1] <= PAGE_P95_MS)
+            for p in pages
+        ]
+        lines.append(f"| {o.database} | " + " | ".join(cells) + " |")
+    lines.append(f"(pages: p95 <= {PAGE_P95_MS:.0f} ms, issue 7)")
     return "\n".join(lines)
 
 
@@ -339,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes = [run_one(kind, args) for kind in kinds]
     print(f"\nkernelwatch service scale, {os.cpu_count()} CPUs, {args.samples} samples per result")
     print(table(outcomes), flush=True)
-    return 0 if all(all(o.verdicts().values()) for o in outcomes) else 1
+    return 0 if all(all(o.verdicts().values()) and o.pages_ok() for o in outcomes) else 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 
 from service import cli_admin
@@ -12,6 +13,7 @@ from service.core.settings import Settings
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
     from service.api.app import create_app
 
@@ -20,7 +22,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         if settings.is_sqlite:
             _db_upgrade(args, settings)  # once, before the workers start and race for it
         # Each worker process builds its own app (and engine) from the same environment.
-        uvicorn.run(
+        config = uvicorn.Config(
             "service.api.app:create_app",
             factory=True,
             host=args.host,
@@ -28,9 +30,30 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             workers=args.workers,
             log_level=level,
         )
+        sock = config.bind_socket()
+        # asyncio sets TCP_NODELAY only on connections accepted from a socket it made itself
+        # (proto IPPROTO_TCP); the workers share this one, and without it every response on a
+        # kept-alive connection waits ~40 ms for the client's delayed ACK. Linux hands the
+        # option down to the accepted connections.
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        Multiprocess(config, sockets=[sock]).run()
         return 0
     uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=level)
     return 0
+
+
+def _demo(args: argparse.Namespace, settings: Settings) -> int:
+    from service.demo import DemoError, demo_settings, load_demo
+
+    demo = demo_settings(settings)
+    print(f"loading the demo history into {demo.effective_database_url}")
+    try:
+        count = load_demo(settings)
+    except DemoError as exc:
+        raise cli_admin.CliError(str(exc)) from exc
+    print(f"{count} documents loaded; open http://{args.host}:{args.port}/")
+    args.workers = 1
+    return _serve(args, demo)
 
 
 def _db_upgrade(_args: argparse.Namespace, settings: Settings) -> int:
@@ -54,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
     serve.set_defaults(func=_serve)
+    demo = sub.add_parser(
+        "demo", help="load a history recorded on an H100 into a demo database and serve it"
+    )
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=8000)
+    demo.set_defaults(func=_demo)
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply every migration").set_defaults(func=_db_upgrade)

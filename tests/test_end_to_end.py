@@ -5,16 +5,8 @@ Real processes talk over real HTTP: `kernelwatch serve`, `kernelwatch-runner age
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,82 +14,21 @@ import httpx
 import pytest
 
 from tests.documents import sha_for
+from tests.e2e import agent_process, job, push, service_process, tail, wait_for
 from tests.runner.gitrepo import cpu_suite_repo
-from tests.service.test_webhook import push_payload
 
+REPOSITORY = "acme/cpu-suite"
 BIN = Path(sys.executable).parent
-SECRET = "e2e-secret"
-ADMIN = "e2e-admin"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
 def service(db_url: str, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELWATCH_")}
-    env.update(
-        KERNELWATCH_DATABASE_URL=db_url,
-        KERNELWATCH_WEBHOOK_SECRET=SECRET,
-        KERNELWATCH_ADMIN_TOKEN=ADMIN,
-        KERNELWATCH_DATA_DIR=str(tmp_path / "data"),
-    )
-    port = _free_port()
-    log = open(tmp_path / "service.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [BIN / "kernelwatch", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(lambda: httpx.get(f"{url}/healthz", timeout=1).status_code == 200, proc)
-        yield url, env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-        log.close()
-
-
-def _wait_for(ready, proc: subprocess.Popen | None = None, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if ready():
-                return
-        except httpx.TransportError:
-            pass
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"process exited with {proc.returncode}")
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting")
-
-
-def _push(url: str, repo: Path, after: str, commits: list[str]) -> list[int]:
-    payload = push_payload(after=after, repo="acme/cpu-suite", commits=commits)
-    payload["repository"]["clone_url"] = str(repo)
-    body = json.dumps(payload).encode()
-    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    answer = httpx.post(
-        f"{url}/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": "push",
-            "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": f"sha256={signature}",
-            "Content-Type": "application/json",
-        },
-    )
-    assert answer.status_code == 202, answer.text
-    return answer.json()["job_ids"]
+    with service_process(db_url, tmp_path, [str(BIN / "kernelwatch")]) as running:
+        yield running
 
 
 def _job_state(url: str, job_id: int) -> str:
-    return httpx.get(f"{url}/api/v1/jobs/{job_id}").json()["state"]
+    return job(url, job_id)["state"]
 
 
 def _alert_states(url: str) -> set[str]:
@@ -114,39 +45,17 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    agent_log = open(tmp_path / "agent.log", "w")  # noqa: SIM115 - closed below
-    agent = subprocess.Popen(
-        [
-            BIN / "kernelwatch-runner",
-            "agent",
-            "--server",
-            url,
-            "--token",
-            token,
-            "--poll",
-            "0.3",
-            "--spool",
-            str(tmp_path / "spool"),
-            "--cache",
-            str(tmp_path / "cache"),
-        ],
-        env=env,
-        stdout=agent_log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        (job1,) = _push(url, repo, first, [first])
-        _wait_for(lambda: _job_state(url, job1) == "succeeded", agent, timeout=120)
-        (job2,) = _push(url, repo, second, [second])
-        _wait_for(lambda: _job_state(url, job2) == "succeeded", agent, timeout=120)
+    runner = [str(BIN / "kernelwatch-runner")]
+    with agent_process(runner, url, token, tmp_path, env, "--poll", "0.3") as agent:
+        (job1,) = push(url, repo, REPOSITORY, first, [first])
+        wait_for(lambda: _job_state(url, job1) == "succeeded", agent, timeout=120)
+        (job2,) = push(url, repo, REPOSITORY, second, [second])
+        wait_for(lambda: _job_state(url, job2) == "succeeded", agent, timeout=120)
         # The regression is suspected, then confirmed by the same runner, base and head
         # interleaved: the alerts open.
-        _wait_for(lambda: _alert_states(url) == {"open"}, agent, timeout=180)
-    finally:
-        agent.send_signal(signal.SIGTERM)
-        code = agent.wait(timeout=60)
-        agent_log.close()
-    assert code == 0, (tmp_path / "agent.log").read_text()[-3000:]
+        wait_for(lambda: _alert_states(url) == {"open"}, agent, timeout=180)
+    code = agent.returncode
+    assert code == 0, tail(tmp_path / "agent.log")
     metrics = httpx.get(f"{url}/api/v1/commits/{second[:12]}/metrics").json()
     assert metrics["commit"]["parents"] == [first]
     assert metrics["runs"][0]["status"] == "succeeded"
@@ -162,7 +71,7 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
         assert alert["commit"] == second
         assert alert["base_commit"] == first
         assert alert["confirmed_change"] > 0.5
-    confirm_job = httpx.get(f"{url}/api/v1/jobs/{alerts[0]['confirm_job_id']}").json()
+    confirm_job = job(url, alerts[0]["confirm_job_id"])
     assert (confirm_job["kind"], confirm_job["state"]) == ("confirm", "succeeded")
     runners = httpx.get(f"{url}/api/v1/runners").json()
     assert runners[0]["name"] == "cpu-runner"

@@ -20,8 +20,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, exists, select, update
+from sqlalchemy import ColumnElement, exists, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.analysis.alerts import update_alerts
@@ -55,6 +56,16 @@ def runs_pending(session: Session, run_ids: list[int], column: ColumnElement) ->
     if not run_ids:
         return False
     return bool(session.scalar(select(exists().where(Run.id.in_(run_ids), column.is_(None)))))
+
+
+def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datetime | None]:
+    """When the newest and the oldest run still waiting for any analysis were stored."""
+    waiting = or_(Run.analysed_at.is_(None), Run.change_points_at.is_(None))
+    with factory() as session:
+        newest, oldest = session.execute(
+            select(func.max(Run.received_at), func.min(Run.received_at)).where(waiting)
+        ).one()
+    return newest, oldest
 
 
 def analyse_run(factory: sessionmaker[Session], run_id: int) -> str | None:

@@ -11,7 +11,9 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.staticfiles import StaticFiles
 
+from dashboards import STATIC_DIR
 from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import install_error_handlers
 from service.api.routes import (
@@ -20,6 +22,7 @@ from service.api.routes import (
     compare,
     health,
     jobs,
+    pages,
     runners,
     runs,
     series,
@@ -27,6 +30,7 @@ from service.api.routes import (
 )
 from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
+from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
 from service.schemas.document import RunDocument
 
@@ -52,6 +56,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         if settings.analysis_poll_seconds > 0:
             tasks.append(analysis.forever())
         running = [asyncio.create_task(t) for t in tasks]
+        tune_garbage_collector()
         yield
         for task in running:
             task.cancel()
@@ -70,8 +75,10 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.session_factory = factory
     app.state.analysis = analysis
     install_error_handlers(app)
-    for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts):
+    for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts, pages):
         app.include_router(module.router)
+    # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

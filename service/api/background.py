@@ -9,9 +9,10 @@ import time
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from service.analysis.backlog import process_pending
+from service.analysis.backlog import backlog_ages, process_pending
 from service.core.settings import Settings
 from service.integrations import github
+from service.models.base import utcnow
 from service.store.jobs import reap
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ class AnalysisWorker:
                 pass
             self._stored.clear()
             try:
-                await run_in_threadpool(self.work_once)
+                if await self._backlog_quiet():
+                    await run_in_threadpool(self.work_once)
             except Exception:
                 log.exception("analysis backlog failed; retrying in %.0f s", self.poll)
 
@@ -67,6 +69,21 @@ class AnalysisWorker:
             settings = self.settings
             report = lambda run_id: github.report_run(self.factory, settings, run_id)  # noqa: E731
         process_pending(self.factory, on_analysed=report)
+
+    async def _backlog_quiet(self) -> bool:
+        """Wait until no process stored a run for `delay` seconds; False when nothing waits.
+
+        Other service processes store runs this one hears nothing of: their bursts are judged
+        by the backlog's own times, so that no process analyses in the middle of one."""
+        while True:
+            newest, oldest = await run_in_threadpool(backlog_ages, self.factory)
+            if newest is None or oldest is None:
+                return False
+            now = utcnow()
+            quiet = (now - newest).total_seconds()
+            if quiet >= self.delay or (now - oldest).total_seconds() >= MAX_DEFER_SECONDS:
+                return True
+            await asyncio.sleep(self.delay - quiet)
 
     async def _quiet(self) -> None:
         """Return once no run was stored for `delay` seconds (or MAX_DEFER_SECONDS passed)."""

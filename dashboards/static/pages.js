@@ -1,0 +1,89 @@
+// kernelwatch dashboards: draw the figures embedded in the page, keep the trend page's choices
+// in the URL, and send triage to the API. No framework, no network beyond this service.
+"use strict";
+
+function figureData(key) {
+  const node = document.getElementById("figure-data-" + key);
+  return node ? JSON.parse(node.textContent) : null;
+}
+
+async function drawFigures() {
+  const divs = document.querySelectorAll("div.figure[data-figure]");
+  await Promise.all(Array.from(divs).map(async (div) => {
+    const fig = figureData(div.dataset.figure);
+    if (!fig) return;
+    await Plotly.newPlot(div, fig.data, fig.layout, { responsive: true, displaylogo: false });
+    div.dataset.rendered = "true";
+    if (div.dataset.figure === "trend") wireTrend(div);
+  }));
+  document.body.dataset.figuresReady = "true";
+}
+
+// Clicking a point of a trend opens the commit it was measured at.
+function wireTrend(div) {
+  div.on("plotly_click", (event) => {
+    const point = event.points && event.points[0];
+    const sha = point && point.customdata && point.customdata[7];
+    if (sha) window.location.assign("/commits/" + sha);
+  });
+  const toggle = document.getElementById("log-toggle");
+  if (!toggle) return;
+  toggle.addEventListener("change", () => {
+    Plotly.relayout(div, { "yaxis.type": toggle.checked ? "log" : "linear" });
+    const url = new URL(window.location.href);
+    if (toggle.checked) url.searchParams.set("log", "1"); else url.searchParams.delete("log");
+    window.history.replaceState(null, "", url);
+    for (const id of ["csv-link"]) {
+      const link = document.getElementById(id);
+      if (link) {
+        const target = new URL(link.href);
+        target.search = url.search;
+        link.href = target.toString();
+      }
+    }
+    const json = document.querySelector("a.json-link");
+    if (json) {
+      json.href = "/trends.json" + url.search;
+      json.textContent = json.getAttribute("href");
+    }
+  });
+}
+
+// Triage with the admin token through PATCH /api/v1/alerts/{id}; the token stays in this tab.
+function wireTriage() {
+  const tokenInput = document.getElementById("admin-token");
+  if (!tokenInput) return;
+  tokenInput.value = sessionStorage.getItem("kernelwatch-admin-token") || "";
+  tokenInput.addEventListener("change", () => sessionStorage.setItem("kernelwatch-admin-token", tokenInput.value));
+  document.querySelectorAll("form.triage").forEach((form) => {
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const result = form.querySelector(".triage-result");
+      const body = { state: form.state.value, note: form.note.value };
+      if (form.actor.value) body.actor = form.actor.value;
+      result.className = "triage-result";
+      result.textContent = "saving…";
+      try {
+        const response = await fetch("/api/v1/alerts/" + form.dataset.alertId, {
+          method: "PATCH",
+          headers: { "Content-Type": "application/json", "Authorization": "Bearer " + tokenInput.value },
+          body: JSON.stringify(body),
+        });
+        const answer = await response.json();
+        if (!response.ok) throw new Error(answer.detail || response.statusText);
+        result.classList.add("ok");
+        result.textContent = "now " + answer.state;
+        const badge = form.closest("article").querySelector("h2 .state");
+        if (badge) { badge.textContent = answer.state; badge.className = "state state-" + answer.state; }
+      } catch (error) {
+        result.classList.add("error");
+        result.textContent = error.message;
+      }
+    });
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  wireTriage();
+  if (window.Plotly) drawFigures(); else document.body.dataset.figuresReady = "true";
+});

@@ -1,0 +1,197 @@
+"""What the overview, commit, compare and alerts pages show: one dict per page, which is also
+the page's JSON twin, plus the plain data its figures are built from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from dashboards.devices import DevicePeak, achieved, device_peak
+from dashboards.figures import breakdown_figure, change_figure, verdict_history_figure
+from dashboards.format import fmt_value, params_label, series_label, short_sha
+from dashboards.model import ChangeBar, ShareRow, VerdictColumn
+from service.analysis.verdicts import Q
+from service.api.routes.alerts import alerts_public
+from service.schemas.jobs import RunnerPublic
+from service.schemas.metrics import MetricPublic, WorkloadPublic
+from service.store import pages as store
+from service.store.commit_metrics import commit_metrics, latest_runs
+from service.store.commits import resolve_commit
+from service.store.compare import compare_commits
+from service.store.queries import jobs_public, repository_named
+
+MAX_BARS = 40
+
+
+def overview(session: Session) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Repositories and branches, recent runs, active alerts, runners and the queue."""
+    runs = store.recent_runs(session)
+    counts, jobs = store.queue(session)
+    alerts = alerts_public(session, store.active_alerts(session))
+    data = {
+        "branches": [vars(b) for b in store.branches(session)],
+        "recent_runs": [vars(r) for r in runs],
+        "alerts": [a.model_dump(mode="json") for a in alerts],
+        "runners": [RunnerPublic.of(r).model_dump(mode="json") for r in store.runners(session)],
+        "queue": {
+            "counts": counts,
+            "jobs": [j.model_dump(mode="json") for j in jobs_public(session, jobs)],
+        },
+    }
+    figures = {}
+    if runs:
+        columns, seen = [], set()
+        for r in reversed(runs):
+            label = short_sha(r.sha)[:7]
+            while label in seen:  # a category axis would merge two runs of one commit
+                label += "·"
+            seen.add(label)
+            columns.append(VerdictColumn(sha=r.sha, label=label, counts=r.verdicts))
+        figures["verdicts"] = verdict_history_figure(columns)
+    return data, figures
+
+
+def commit_page(
+    session: Session, sha: str, repository: str | None, branch: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Everything at one commit, with throughput against the device's peak per timed launch."""
+    commit, repo = resolve_commit(session, sha, repository)
+    metrics = commit_metrics(session, commit, repo, branch)
+    runs = {r.run_uuid: r for r in latest_runs(session, commit, metrics.branch)}
+    peaks = {
+        uuid: device_peak(r.environment.get("gpu") or {}, r.environment.get("clocks_mhz"))
+        for uuid, r in runs.items()
+    }
+    rows, bars, breakdowns = [], [], {}
+    for w in metrics.workloads:
+        for k in w.kernels:
+            for mp in k.metrics:
+                row = _row(w, k.kernel, mp, peaks.get(w.run_id))
+                rows.append(row)
+                if mp.change is not None:
+                    before = fmt_value(row["baseline_median"], mp.unit)
+                    hover = f"{before} → {fmt_value(mp.statistics.median, mp.unit)}"
+                    label = series_label(w.workload, w.params, k.kernel)
+                    bars.append(ChangeBar(label, mp.change, mp.verdict or "unchanged", hover))
+        if w.timeline and w.timeline.kernels:
+            title = f"{w.workload} {params_label(w.params)}"
+            if title in breakdowns:  # the same workload measured on a second GPU
+                title += f" (run {w.run_id[:8]})"
+            breakdowns[title] = [
+                ShareRow(t.kernel, t.calls, t.total_ns, t.share) for t in w.timeline.kernels
+            ]
+    bars.sort(key=lambda b: -abs(b.change))
+    data = {
+        **metrics.model_dump(mode="json"),
+        "rows": rows,
+        "run_details": [_run_detail(r, peaks[uuid]) for uuid, r in runs.items()],
+    }
+    figures: dict[str, Any] = {}
+    if bars:
+        figures["changes"] = change_figure(bars[:MAX_BARS])
+    for i, (title, shares) in enumerate(breakdowns.items()):
+        figures[f"breakdown{i}"] = breakdown_figure(shares, title=title)
+    data["breakdown_titles"] = list(breakdowns)
+    return data, figures
+
+
+def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | None) -> dict:
+    """One series at the commit; a duration also gets throughput and its fraction of peak."""
+    row: dict[str, Any] = {
+        "workload": w.workload,
+        "params": w.params,
+        "kernel": kernel,
+        "metric": mp.metric,
+        "unit": mp.unit,
+        "series_id": mp.series_id,
+        "median": mp.statistics.median,
+        "rel_iqr": mp.statistics.rel_iqr,
+        "baseline_median": mp.baseline.median if mp.baseline else None,
+        "baseline_commit": mp.baseline.commit if mp.baseline else None,
+        "change": mp.change,
+        "verdict": mp.verdict,
+        "q_value": mp.analysis.q_value if mp.analysis else None,
+        "error_norm": w.correctness.error_norm if w.correctness else None,
+        "correct": w.correctness.passed if w.correctness else None,
+    }
+    if mp.metric == "duration" and mp.unit == "us":
+        precision = w.correctness.precision if w.correctness else "fp32"
+        got = achieved(w.flops, w.bytes, mp.statistics.median * 1e-6, peak, precision)
+        row.update(
+            tflops=got.flops_per_s / 1e12 if got.flops_per_s else None,
+            gbps=got.bytes_per_s / 1e9 if got.bytes_per_s else None,
+            flop_fraction=got.flop_fraction,
+            byte_fraction=got.byte_fraction,
+            bound=got.bound,
+        )
+    return row
+
+
+def _run_detail(run: Any, peak: Any) -> dict[str, Any]:
+    env = run.environment or {}
+    return {
+        "run_id": run.run_uuid,
+        "suite": run.suite,
+        "status": run.status,
+        "gpu": env.get("gpu", {}),
+        "driver_version": env.get("driver_version"),
+        "cuda_runtime_version": env.get("cuda_runtime_version"),
+        "clocks_mhz": env.get("clocks_mhz", {}),
+        "throttle_reasons_seen": env.get("throttle_reasons_seen", []),
+        "peak": None
+        if peak is None
+        else {
+            "name": peak.name,
+            "flops": peak.flops,
+            "bytes_per_s": peak.bytes_per_s,
+            "source": peak.source,
+        },
+        "build_status": run.build_status,
+        "build_seconds": run.build_seconds,
+        "build_log_tail": run.build_log_tail,
+        "log_tail": run.log_tail,
+        "started_at": run.started_at.isoformat(),
+        "finished_at": run.finished_at.isoformat(),
+    }
+
+
+def compare_page(
+    session: Session, base: str | None, head: str | None, repository: str | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two commits side by side; without both, suggestions of recent commits."""
+    if not base or not head:
+        repo_id = repository_named(session, repository).id if repository else None
+        recent = store.recent_commits(session, repo_id)
+        return {"base": base, "head": head, "suggestions": recent, "comparison": None}, {}
+    comparison = compare_commits(session, base, head, repository)
+    bars = [
+        ChangeBar(
+            series_label(r.series.workload, r.series.params, r.series.kernel),
+            r.change,
+            ("regressed" if r.change > 0 else "improved") if r.significant else "unchanged",
+            f"{fmt_value(r.base_median, r.series.unit)} → {fmt_value(r.head_median, r.series.unit)}"
+            f" · q={r.q_value:.2g}",
+        )
+        for r in comparison.rows[:MAX_BARS]
+    ]
+    data = {
+        "base": base,
+        "head": head,
+        "q_threshold": Q,
+        "comparison": comparison.model_dump(mode="json"),
+    }
+    title = f"{short_sha(comparison.base)} → {short_sha(comparison.head)}"
+    return data, ({"changes": change_figure(bars, title=title)} if bars else {})
+
+
+def alerts_page(
+    session: Session, states: list[str], repository: str | None, limit: int
+) -> dict[str, Any]:
+    repo_id = repository_named(session, repository).id if repository else None
+    alerts = alerts_public(session, store.alerts(session, states, repo_id, limit), events=True)
+    return {
+        "states": states,
+        "repository": repository,
+        "alerts": [a.model_dump(mode="json") for a in alerts],
+    }

@@ -1,0 +1,56 @@
+"""Rendering the dashboard pages: Jinja templates from `dashboards/`, figures as JSON."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
+from plotly.utils import PlotlyJSONEncoder
+
+from dashboards import TEMPLATES_DIR
+from dashboards.format import FILTERS
+from dashboards.style import VERDICT_ORDER, verdict_colour
+from service.core.errors import ApiError
+
+templates = Jinja2Templates(directory=TEMPLATES_DIR)
+templates.env.filters.update(FILTERS)
+templates.env.globals.update(verdict_colour=verdict_colour, verdict_order=VERDICT_ORDER)
+
+
+def plotly_js() -> Path:
+    """plotly.js as bundled in the installed `plotly` package: the pages work offline."""
+    return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
+def figure_json(fig: go.Figure) -> Markup:
+    """The figure as JSON that is safe inside <script type="application/json">."""
+    # json.dumps of the plain structure: fig.to_json() re-validates every value first.
+    text = json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder, separators=(",", ":"))
+    return Markup(text.replace("</", "<\\/"))
+
+
+def render(
+    request: Request, name: str, context: dict[str, Any], status_code: int = 200
+) -> HTMLResponse:
+    figures = {key: figure_json(fig) for key, fig in context.pop("figures", {}).items()}
+    return templates.TemplateResponse(
+        request, name, {**context, "figures": figures}, status_code=status_code
+    )
+
+
+def error_page(request: Request, exc: ApiError) -> HTMLResponse:
+    """A readable page for the errors the JSON twins answer as {"detail": ...}."""
+    titles = {400: "Bad request", 404: "Not found", 409: "Conflict"}
+    return render(
+        request,
+        "error.html",
+        {"title": titles.get(exc.status, "Error"), "status": exc.status, "detail": exc.detail},
+        status_code=exc.status,
+    )

@@ -1,0 +1,202 @@
+"""The trends page: which series the URL chooses, their histories, markers and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy.orm import Session
+
+from dashboards.format import fmt_pct, fmt_value, series_label
+from dashboards.model import TrendLine, TrendMarker, TrendPoint
+from service.core.errors import ApiError
+from service.schemas.metrics import SeriesHistory
+from service.store import pages as store
+from service.store.queries import repository_named
+from service.store.series import history
+
+MAX_LINES = 8
+MIN_POINTS = 2
+
+
+@dataclass
+class TrendQuery:
+    """Every choice of the trends page; all of it lives in the URL."""
+
+    repository: str | None = None
+    branch: str | None = None
+    metric: str = "duration"
+    workload: list[str] = field(default_factory=list)
+    kernel: list[str] = field(default_factory=list)
+    fingerprint: str | None = None
+    series: list[int] = field(default_factory=list)
+    points: int = 200
+    log: bool = False
+
+    def query_string(self, **override: Any) -> str:
+        values = {**asdict(self), **override}
+        pairs: list[tuple[str, Any]] = []
+        for key, value in values.items():
+            if isinstance(value, list):
+                pairs += [(key, v) for v in value]
+            elif isinstance(value, bool):
+                if value:
+                    pairs.append((key, 1))
+            elif value is not None:
+                pairs.append((key, value))
+        return urlencode(pairs)
+
+
+@dataclass
+class TrendView:
+    data: dict[str, Any]
+    lines: list[TrendLine]
+    histories: list[SeriesHistory]
+
+
+def trend_view(session: Session, q: TrendQuery) -> TrendView:
+    """Resolve the choices (defaults: newest repository and branch, duration) and read."""
+    repos = store.repositories(session)
+    if not repos:
+        return TrendView(_data(q, {}, 0, [], "No results yet: post a run to see trends."), [], [])
+    q.repository = q.repository or store.newest_repository(session)
+    repo = repository_named(session, q.repository or "")
+    q.branch = q.branch or store.newest_branch(session, repo.id)
+    options = store.series_options(session, repo.id, q.metric)
+    if q.series:
+        chosen = store.series_rows(session, q.series)
+        if any(s.repository_id != repo.id for s in chosen) or len(chosen) != len(set(q.series)):
+            raise ApiError(404, f"not every series in {q.series} exists in {repo.name}")
+        matching = len(chosen)
+    else:
+        picked = [
+            o.id
+            for o in options
+            if (not q.workload or o.workload in q.workload)
+            and (not q.kernel or o.kernel in q.kernel)
+            and (not q.fingerprint or o.fingerprint == q.fingerprint)
+        ]
+        matching = len(picked)
+        chosen = store.series_rows(session, picked[:MAX_LINES])
+    choices = {
+        "repositories": repos,
+        "branches": sorted(store.repository_branches(session, repo.id)),
+        "metrics": store.metrics(session, repo.id) or [q.metric],
+        "workloads": sorted({o.workload for o in options}),
+        "kernels": sorted({o.kernel for o in options}),
+        "fingerprints": sorted({o.fingerprint for o in options}),
+    }
+    branch = q.branch or ""
+    histories = [history(session, s, repo.name, branch, q.points, False) for s in chosen]
+    starts = [h.points[0].committed_at for h in histories if h.points]
+    alerts = (
+        store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
+    )
+    several = len({s.fingerprint for s in chosen}) > 1
+    lines = [_line(h, alerts, several) for h in histories]
+    most = max((len(h.points) for h in histories), default=0)
+    message = None
+    if not chosen:
+        message = f"No {q.metric} series match these choices in {repo.name}."
+    elif most < MIN_POINTS:
+        message = (
+            f"Not enough history yet: the chosen series have {most} result(s) on {branch}; "
+            f"a trend needs at least {MIN_POINTS} commits."
+        )
+    data = _data(q, choices, matching, histories, message)
+    data["alerts"] = [
+        {"id": a[0], "series_id": a[1], "commit": a[2], "committed_at": a[3], "state": a[4],
+         "summary": a[5]}
+        for a in alerts
+    ]  # fmt: skip
+    return TrendView(data, lines, histories)
+
+
+def _data(
+    q: TrendQuery,
+    choices: dict[str, Any],
+    matching: int,
+    histories: list[SeriesHistory],
+    message: str | None,
+) -> dict[str, Any]:
+    return {
+        "selection": asdict(q),
+        "choices": choices,
+        "matching_series": matching,
+        "shown_series": len(histories),
+        "max_lines": MAX_LINES,
+        "message": message,
+        "series": [h.model_dump(mode="json") for h in histories],
+        "alerts": [],
+    }
+
+
+def _line(h: SeriesHistory, alerts: list[tuple], fingerprint: bool) -> TrendLine:
+    s = h.series
+    label = series_label(s.workload, s.params, s.kernel)
+    if fingerprint:
+        label += f" [{s.fingerprint[:8]}]"
+    markers = [
+        TrendMarker(
+            kind="change_point",
+            sha=cp.commit,
+            committed_at=cp.committed_at,
+            text=f"change point {fmt_pct(cp.change)}: {fmt_value(cp.before_median, s.unit)} → "
+            f"{fmt_value(cp.after_median, s.unit)}",
+            value=cp.after_median,
+        )
+        for cp in h.change_points
+    ]
+    markers += [
+        TrendMarker(kind="alert", sha=sha, committed_at=at, text=f"alert #{aid} ({state}): {text}")
+        for aid, sid, sha, at, state, text in alerts
+        if sid == s.id
+    ]
+    points = [
+        TrendPoint(
+            sha=p.commit,
+            committed_at=p.committed_at,
+            author=p.author_name,
+            subject=p.subject,
+            median=p.statistics.median,
+            q1=p.statistics.q1,
+            q3=p.statistics.q3,
+        )
+        for p in h.points
+    ]
+    return TrendLine(label=label, unit=s.unit, points=points, markers=markers)
+
+
+CSV_COLUMNS = (
+    "series_id", "repository", "workload", "params", "kernel", "metric", "unit", "fingerprint",
+    "branch", "commit", "committed_at", "author", "subject", "run_id",
+    "n", "median", "q1", "q3", "min", "max", "mean", "stdev",
+)  # fmt: skip
+
+
+def trend_csv(histories: list[SeriesHistory]) -> str:
+    """One row per point of every series shown, oldest first within each series."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for h in histories:
+        s = h.series
+        for p in h.points:
+            st = p.statistics
+            writer.writerow(
+                [
+                    s.id, s.repository, s.workload, _params(s.params), s.kernel, s.metric,
+                    s.unit, s.fingerprint, h.branch, p.commit, p.committed_at.isoformat(),
+                    p.author_name, p.subject, p.run_id,
+                    st.n, st.median, st.q1, st.q3, st.min, st.max, st.mean, st.stdev,
+                ]
+            )  # fmt: skip
+    return out.getvalue()
+
+
+def _params(params: dict[str, Any]) -> str:
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,103 @@
+"""`kernelwatch demo`: a history the real runner recorded on an H100, loaded and served at once.
+
+The bundle (dashboards/demo_history/, its manifest says how it was recorded) holds result
+documents in commit order, one of them a confirmation run. They go through the same path as a
+runner's posts: each run is stored and analysed, so its verdicts, the suspected alert and the
+confirmation job it queues are the service's own; the recorded confirmation is then posted under
+that job's lease by a demo runner, which opens the alert. The demo database is its own SQLite
+file under the data directory, rebuilt on every start; the real one is never touched.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from dashboards import DEMO_DIR
+from service.analysis.backlog import process_pending
+from service.core.db import create_db_engine
+from service.core.migrate import upgrade
+from service.core.settings import Settings
+from service.models import Runner
+from service.models.base import utcnow
+from service.schemas.document import RunDocument
+from service.store.ingest import ingest
+from service.store.jobs import claim
+from service.store.runner_results import store_runner_document
+
+DEMO_RUNNER = "demo-h100"
+
+
+class DemoError(Exception):
+    """The bundle is missing or does not load; the message says which file and why."""
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """The settings of the demo service: its own database under the data directory."""
+    path = (settings.data_dir / "demo" / "kernelwatch.db").resolve()
+    return settings.model_copy(update={"database_url": f"sqlite:///{path}"})
+
+
+def load_demo(
+    settings: Settings, bundle: Path = DEMO_DIR, log: Callable[[str], None] = print
+) -> int:
+    """Rebuild the demo database from the bundle; the number of documents loaded."""
+    manifest = _manifest(bundle)
+    path = Path(demo_settings(settings).effective_database_url.removeprefix("sqlite:///"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        stale.unlink(missing_ok=True)
+    engine = create_db_engine(f"sqlite:///{path}")
+    try:
+        upgrade(engine)
+        factory = sessionmaker(engine, expire_on_commit=False)
+        for entry in manifest["runs"]:
+            raw = _document(bundle, entry)
+            if entry["kind"] == "confirm":
+                _confirm(factory, raw)
+            else:
+                ingest(factory, RunDocument.model_validate(raw), raw)
+            process_pending(factory)
+            log(f"  {entry['commit'][:12]} {entry['kind']:8} {entry.get('note', '')[:90]}")
+    finally:
+        engine.dispose()
+    return len(manifest["runs"])
+
+
+def _manifest(bundle: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((bundle / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise DemoError(f"the demo bundle's manifest does not load: {exc}") from exc
+    if not manifest.get("runs"):
+        raise DemoError(f"{bundle / 'manifest.json'} lists no runs")
+    return manifest
+
+
+def _document(bundle: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return json.loads(gzip.decompress((bundle / entry["file"]).read_bytes()))
+    except (OSError, ValueError, KeyError) as exc:
+        raise DemoError(f"demo document {entry.get('file')!r} does not load: {exc}") from exc
+
+
+def _confirm(factory: sessionmaker[Session], raw: dict[str, Any]) -> None:
+    """Post a recorded confirmation under the lease of the confirmation job the run queued."""
+    with factory() as session, session.begin():
+        runner = session.scalars(select(Runner).where(Runner.name == DEMO_RUNNER)).one_or_none()
+        if runner is None:
+            runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
+            session.add(runner)
+            session.flush()
+        claimed = claim(session, runner, lease_seconds=600)
+        if claimed is None or claimed.job.kind != "confirm":
+            raise DemoError("the bundle's confirmation has no confirmation job to answer")
+        raw = {**raw, "job_id": claimed.job.id, "lease_token": claimed.attempt_token}
+        runner_id = runner.id
+    store_runner_document(factory, RunDocument.model_validate(raw), raw, runner_id)

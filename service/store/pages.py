@@ -1,0 +1,256 @@
+"""Reads the dashboards need beyond the API's: overview lists and trend choices.
+
+Every query here is bounded (LIMIT or a fixed set of keys) and reads plain columns along an
+index, so the pages stay fast on a database of a million results: runs are ordered by id (their
+primary key, i.e. arrival order) rather than by an unindexed time column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
+
+ACTIVE_ALERT_STATES = ("suspected", "open", "acknowledged")
+ACTIVE_JOB_STATES = ("queued", "running")
+
+
+@dataclass(frozen=True)
+class RecentRun:
+    run_id: str
+    repository: str
+    branch: str
+    suite: str
+    status: str
+    build_status: str
+    gpu_name: str
+    finished_at: datetime
+    sha: str
+    author: str
+    subject: str
+    verdicts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class BranchRow:
+    repository: str
+    branch: str
+    runs: int
+    newest_sha: str
+    newest_at: datetime
+
+
+def repositories(session: Session) -> list[str]:
+    return list(session.scalars(select(Repository.name).order_by(Repository.name).limit(500)))
+
+
+def branches(session: Session) -> list[BranchRow]:
+    """Each repository's branches with their run count and newest run's commit."""
+    grouped = (
+        select(
+            Run.repository_id,
+            Run.branch,
+            func.count().label("runs"),
+            func.max(Run.id).label("newest"),
+        )
+        .group_by(Run.repository_id, Run.branch)
+        .subquery()
+    )
+    rows = session.execute(
+        select(Repository.name, grouped.c.branch, grouped.c.runs, Commit.sha, Commit.committed_at)
+        .join(grouped, grouped.c.repository_id == Repository.id)
+        .join(Run, Run.id == grouped.c.newest)
+        .join(Commit, Commit.id == Run.commit_id)
+        .order_by(Repository.name, grouped.c.runs.desc())
+        .limit(200)
+    ).all()
+    return [BranchRow(*row) for row in rows]
+
+
+def recent_runs(session: Session, limit: int = 15) -> list[RecentRun]:
+    """The newest runs with their commit and verdict counts, newest first."""
+    rows = session.execute(
+        select(
+            Run.id,
+            Run.run_uuid,
+            Repository.name,
+            Run.branch,
+            Run.suite,
+            Run.status,
+            Run.build_status,
+            Run.gpu_name,
+            Run.finished_at,
+            Commit.sha,
+            Commit.author_name,
+            func.substr(Commit.message, 1, 200),
+        )
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Repository, Repository.id == Run.repository_id)
+        .order_by(Run.id.desc())
+        .limit(limit)
+    ).all()
+    counts: dict[int, dict[str, int]] = {row[0]: {} for row in rows}
+    for run_id, verdict, n in session.execute(
+        select(Verdict.run_id, Verdict.verdict, func.count())
+        .where(Verdict.run_id.in_(counts))
+        .group_by(Verdict.run_id, Verdict.verdict)
+    ):
+        counts[run_id][verdict] = n
+    return [
+        RecentRun(*row[1:11], subject=row[11].split("\n", 1)[0], verdicts=counts[row[0]])
+        for row in rows
+    ]
+
+
+def active_alerts(session: Session, limit: int = 20) -> list[Alert]:
+    return list(
+        session.scalars(
+            select(Alert)
+            .where(Alert.state.in_(ACTIVE_ALERT_STATES))
+            .order_by(Alert.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def alerts(
+    session: Session, states: list[str], repository_id: int | None, limit: int
+) -> list[Alert]:
+    query = select(Alert).order_by(Alert.id.desc()).limit(limit)
+    if states:
+        query = query.where(Alert.state.in_(states))
+    if repository_id is not None:
+        query = query.where(Alert.repository_id == repository_id)
+    return list(session.scalars(query))
+
+
+def runners(session: Session) -> list[Runner]:
+    return list(session.scalars(select(Runner).order_by(Runner.name).limit(200)))
+
+
+def queue(session: Session, limit: int = 20) -> tuple[dict[str, int], list[Job]]:
+    """Job counts per state, and the queued and running jobs, newest first."""
+    counts = dict(session.execute(select(Job.state, func.count()).group_by(Job.state)).all())
+    active = session.scalars(
+        select(Job).where(Job.state.in_(ACTIVE_JOB_STATES)).order_by(Job.id.desc()).limit(limit)
+    )
+    return counts, list(active)
+
+
+# --- trends -----------------------------------------------------------------------------------
+
+
+def newest_branch(session: Session, repository_id: int) -> str | None:
+    return session.scalar(
+        select(Run.branch)
+        .where(Run.repository_id == repository_id)
+        .order_by(Run.id.desc())
+        .limit(1)
+    )
+
+
+def repository_branches(session: Session, repository_id: int) -> list[str]:
+    return list(
+        session.scalars(
+            select(Run.branch).where(Run.repository_id == repository_id).distinct().limit(200)
+        )
+    )
+
+
+def metrics(session: Session, repository_id: int) -> list[str]:
+    return list(
+        session.scalars(
+            select(Series.metric)
+            .where(Series.repository_id == repository_id)
+            .distinct()
+            .order_by(Series.metric)
+            .limit(100)
+        )
+    )
+
+
+@dataclass(frozen=True)
+class SeriesOption:
+    id: int
+    workload: str
+    params: dict[str, Any]
+    kernel: str
+    unit: str
+    fingerprint: str
+
+
+def series_options(session: Session, repository_id: int, metric: str) -> list[SeriesOption]:
+    """Every series of the repository with this metric (the trend page's choices)."""
+    rows = session.execute(
+        select(
+            Series.id,
+            Series.workload,
+            Series.params,
+            Series.kernel,
+            Series.unit,
+            Series.fingerprint,
+        )
+        .where(Series.repository_id == repository_id, Series.metric == metric)
+        .order_by(Series.workload, Series.params_key, Series.kernel, Series.id)
+        .limit(5000)
+    ).all()
+    return [SeriesOption(*row) for row in rows]
+
+
+def series_rows(session: Session, ids: list[int]) -> list[Series]:
+    return list(session.scalars(select(Series).where(Series.id.in_(ids)).order_by(Series.id)))
+
+
+def alert_markers(
+    session: Session, series_ids: list[int], branch: str, since: datetime
+) -> list[tuple[int, int, str, datetime, str, str]]:
+    """(alert id, series id, sha, committed_at, state, summary) of the series' alerts."""
+    rows = session.execute(
+        select(
+            Alert.id,
+            Alert.series_id,
+            Commit.sha,
+            Commit.committed_at,
+            Alert.state,
+            Alert.summary,
+        )
+        .join(Commit, Commit.id == Alert.commit_id)
+        .where(
+            Alert.series_id.in_(series_ids),
+            Alert.branch == branch,
+            Commit.committed_at >= since,
+        )
+        .order_by(Alert.id)
+        .limit(500)
+    ).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+def recent_commits(session: Session, repository_id: int | None, limit: int = 10) -> list[str]:
+    """Shas of the newest runs' commits, newest first, for the compare page's suggestions."""
+    # The newest runs by primary key, deduplicated here: no GROUP BY over every run.
+    query = (
+        select(Commit.sha)
+        .join(Run, Run.commit_id == Commit.id)
+        .order_by(Run.id.desc())
+        .limit(limit * 4)
+    )
+    if repository_id is not None:
+        query = query.where(Run.repository_id == repository_id)
+    return list(dict.fromkeys(session.scalars(query)))[:limit]
+
+
+def newest_repository(session: Session) -> str | None:
+    """The repository of the newest run (the trend page's default), else the first by name."""
+    name = session.scalar(
+        select(Repository.name)
+        .join(Run, Run.repository_id == Repository.id)
+        .order_by(Run.id.desc())
+        .limit(1)
+    )
+    return name or session.scalar(select(Repository.name).order_by(Repository.name).limit(1))

@@ -1,0 +1,189 @@
+"""The bundled history of `kernelwatch demo` (dashboards/demo_history/): real runner documents.
+
+The bundle was recorded on an H100 by benchmarks/h100_session.sh (step `demo`): a copy of the
+default suite in a temporary git repository, about ten commits run one after another with
+`kernelwatch-runner run`, one of them a real regression (the transpose's shared tile lost its
+padding column) and a later one its fix, plus a confirmation (base and head interleaved) of the
+regressed commit. These tests hold the bundle to what the demo loader relies on: every file loads
+and passes the service's validator, the commits form one first-parent chain, the regression and
+the fix are in the numbers, and the service itself calls the regression a regression.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from service.schemas.document import RunDocument, params_key
+
+BUNDLE = Path(__file__).resolve().parents[2] / "dashboards" / "demo_history"
+MAX_BUNDLE_BYTES = 3 * 2**20
+SLOWER = 1.10  # a regression: the median up by more than 10% ...
+BACK = 1.05  # ... and a fix: back within 5% of the median before the regression
+
+
+@cache
+def manifest() -> dict[str, Any]:
+    return json.loads((BUNDLE / "manifest.json").read_text())
+
+
+@cache
+def load(file: str) -> dict[str, Any]:
+    return json.loads(gzip.decompress((BUNDLE / file).read_bytes()))
+
+
+def runs(kind: str = "run") -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(manifest entry, document) of every entry of this kind, in the manifest's order."""
+    return [(e, load(e["file"])) for e in manifest()["runs"] if e["kind"] == kind]
+
+
+def medians(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, float]]:
+    """(workload, params key) -> the timing's summary (median, q1, q3) as the runner wrote it."""
+    return {(w["name"], params_key(w["params"])): w["timing"] for w in doc["workloads"]}
+
+
+def regression_and_fix() -> tuple[tuple[str, str], int, int]:
+    """The workload, the index of the run where it got slower, and of the run that fixed it."""
+    docs = [doc for _, doc in runs()]
+    found = []
+    for key in medians(docs[0]):
+        series = [medians(d)[key] for d in docs]
+        for i in range(1, len(series)):
+            before, at = series[i - 1], series[i]
+            # slower by the floor, and clear of the noise: the IQRs do not touch
+            if at["median"] > SLOWER * before["median"] and at["q1"] > before["q3"]:
+                back = [
+                    j
+                    for j in range(i + 1, len(series))
+                    if series[j]["median"] < BACK * before["median"] and series[j]["q3"] < at["q1"]
+                ]
+                if back:
+                    found.append((key, i, back[0]))
+    assert found, "no workload gets slower at one commit and comes back at a later one"
+    assert len(found) == 1, f"more than one regression in the bundle: {found}"
+    return found[0]
+
+
+def test_the_manifest_says_how_it_was_recorded() -> None:
+    recorded = manifest()["recorded"]
+    assert "H100" in recorded["gpu"]
+    assert len(recorded["date"]) == 10 and recorded["date"].startswith("20")
+    for word in ("kernelwatch-runner run", "regression", "padding", "confirmation"):
+        assert word in recorded["how"], word
+    entries = manifest()["runs"]
+    assert 8 <= len(entries) <= 20
+    assert {e["kind"] for e in entries} == {"run", "confirm"}
+    assert all(e["note"] for e in entries)
+    assert len({e["file"] for e in entries}) == len(entries)
+
+
+def test_the_bundle_is_small() -> None:
+    files = [BUNDLE / "manifest.json", *(BUNDLE / e["file"] for e in manifest()["runs"])]
+    assert sum(f.stat().st_size for f in files) < MAX_BUNDLE_BYTES
+    # nothing in the folder that the manifest does not name (the loader reads the manifest)
+    assert {p.name for p in BUNDLE.iterdir()} == {f.name for f in files}
+
+
+def test_every_document_loads_and_validates() -> None:
+    for entry in manifest()["runs"]:
+        doc = load(entry["file"])
+        parsed = RunDocument.model_validate(doc)
+        assert parsed.commit.sha == entry["commit"], entry["file"]
+        assert parsed.status == "succeeded", (entry["file"], doc["log_tail"][-2000:])
+        assert (parsed.paired_base is not None) == (entry["kind"] == "confirm"), entry["file"]
+        for w in parsed.workloads:
+            assert w.status == "ok" and w.correctness and w.correctness.passed, (entry, w.name)
+            assert w.timing is not None and w.timing.l2_flushed, (entry["file"], w.name)
+
+
+def test_the_documents_are_comparable() -> None:
+    """One repository, one branch, one GPU environment, the same workloads every time."""
+    docs = [doc for _, doc in runs()]
+    assert len({d["repository"]["name"] for d in docs}) == 1
+    assert {d["branch"] for d in docs} == {"main"}
+    assert len({d["environment"]["fingerprint"] for d in docs}) == 1
+    assert len({frozenset(medians(d)) for d in docs}) == 1
+    names = {w["name"] for w in docs[0]["workloads"]}
+    assert {"gemm_fwd", "train_step", "transpose"} <= names
+    gemm = next(w for w in docs[0]["workloads"] if w["name"] == "gemm_fwd")
+    assert min(gemm["params"][k] for k in "mnk") >= 1024
+    step = next(w for w in docs[0]["workloads"] if w["name"] == "train_step")
+    assert step["timeline"] and step["timeline"]["kernels"]
+    assert all(w["ncu"]["status"] == "ok" for d in docs for w in d["workloads"])
+
+
+def test_the_commits_form_a_first_parent_chain() -> None:
+    chain = runs()
+    shas = [e["commit"] for e, _ in chain]
+    assert len(set(shas)) == len(shas), "one run per commit"
+    for i, (_, doc) in enumerate(chain):
+        commit = doc["commit"]
+        expected_parents = [shas[i - 1]] if i else []
+        assert commit["parents"][:1] == expected_parents, commit["sha"]
+        assert commit["ancestors"] == shas[:i][::-1], commit["sha"]  # nearest first
+    times = [doc["commit"]["committed_at"] for _, doc in chain]
+    assert times == sorted(times)
+    # the manifest lists the files in commit order, each confirmation after its commit's run
+    order = [e["commit"] for e in manifest()["runs"]]
+    assert [shas.index(sha) for sha in order] == sorted(shas.index(sha) for sha in order)
+
+
+def test_one_workload_gets_slower_and_is_fixed_later() -> None:
+    key, regressed, fixed = regression_and_fix()
+    assert key[0] == "transpose"
+    entries = [e for e, _ in runs()]
+    assert "REGRESSION" in entries[regressed]["note"] and "FIX" in entries[fixed]["note"]
+    (confirm,) = [e for e in manifest()["runs"] if e["kind"] == "confirm"]
+    assert confirm["commit"] == entries[regressed]["commit"]
+
+
+def test_the_confirmation_times_base_and_head_interleaved() -> None:
+    key, regressed, _ = regression_and_fix()
+    ((_, head),) = runs("confirm")
+    base = head["paired_base"]
+    chain = [e["commit"] for e, _ in runs()]
+    assert head["commit"]["sha"] == chain[regressed]
+    assert base["commit"]["sha"] == chain[regressed - 1] == head["commit"]["parents"][0]
+    assert key in medians(head) and key in medians(base)
+    assert medians(head)[key]["median"] > SLOWER * medians(base)[key]["median"]
+    assert len(head["workloads"][0]["timing"]["processes"]) == 3
+
+
+def test_the_service_calls_the_regression_a_regression(server) -> None:
+    from tests.conftest import ADMIN_TOKEN
+
+    key, regressed, fixed = regression_and_fix()
+    chain = runs()
+    with server.client(ADMIN_TOKEN) as client:
+        for entry, _ in chain:
+            raw = gzip.decompress((BUNDLE / entry["file"]).read_bytes())
+            answer = client.post(
+                "/api/v1/runs", content=raw, headers={"Content-Type": "application/json"}
+            )
+            assert answer.status_code == 201, (entry["file"], answer.text[:2000])
+
+        def metric(index: int) -> dict[str, Any]:
+            sha = chain[index][0]["commit"]
+            page = client.get(f"/api/v1/commits/{sha}/metrics").json()
+            (workload,) = [
+                w for w in page["workloads"] if (w["workload"], params_key(w["params"])) == key
+            ]
+            (kernel,) = [k for k in workload["kernels"] if k["metrics"]]
+            return kernel["metrics"][0]
+
+        slower = metric(regressed)
+        assert slower["baseline"]["commit"] == chain[regressed - 1][0]["commit"]
+        assert slower["verdict"] == "regressed", slower
+        assert slower["change"] > SLOWER - 1
+        assert slower["change_point"]["change"] > SLOWER - 1, slower["change_point"]
+        # At the fix, the baseline (the last 8 results along the ancestry) still mixes fast and
+        # slow runs, so the verdict is not asserted; the change against the nearest run and the
+        # change point that starts at the fix show the series is back.
+        back = metric(fixed)
+        assert back["baseline"]["commit"] == chain[fixed - 1][0]["commit"]
+        assert back["change"] < -(SLOWER - 1) / SLOWER, back
+        assert back["verdict"] != "regressed", back
+        assert back["change_point"]["change"] < -(SLOWER - 1) / SLOWER, back["change_point"]

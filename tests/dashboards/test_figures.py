@@ -1,0 +1,155 @@
+"""The figure builders are pure: plain data in, a figure whose data we can assert on out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from dashboards.devices import achieved, device_peak
+from dashboards.figures import (
+    breakdown_figure,
+    change_figure,
+    trend_figure,
+    verdict_history_figure,
+)
+from dashboards.format import fmt_pct, fmt_value, series_label
+from dashboards.model import ChangeBar, ShareRow, TrendLine, TrendMarker, TrendPoint, VerdictColumn
+from dashboards.style import VERDICT_COLOURS
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def points(medians: list[float]) -> list[TrendPoint]:
+    return [
+        TrendPoint(
+            sha=f"{i + 1:x}" * 40,
+            committed_at=T0 + timedelta(minutes=i),
+            author="Ada",
+            subject=f"commit {i}",
+            median=m,
+            q1=m * 0.99,
+            q3=m * 1.01,
+        )
+        for i, m in enumerate(medians)
+    ]
+
+
+def test_trend_has_a_band_a_median_and_hover_data_per_line() -> None:
+    line = TrendLine(label="gemm m=1024", unit="us", points=points([100.0, 101.0, 110.0]))
+    fig = trend_figure([line], metric="duration")
+    q1, q3, median = fig.data
+    assert list(median.y) == [100.0, 101.0, 110.0]
+    assert list(q1.y) == pytest.approx([99.0, 99.99, 108.9])
+    assert q3.fill == "tonexty" and q1.hoverinfo == "skip" and q3.hoverinfo == "skip"
+    assert median.name == "gemm m=1024" and q1.legendgroup == median.legendgroup
+    sha7, author, date, subject, value, *_rest, full = median.customdata[2]
+    assert (sha7, author, subject, value) == ("3" * 10, "Ada", "commit 2", "110 us")
+    assert date == "2026-11-01 00:02 UTC" and full == "3" * 40
+    assert "%{customdata[4]}" in median.hovertemplate
+    assert fig.layout.yaxis.title.text == "duration (us)"
+    assert fig.layout.yaxis.type == "linear"
+    assert fig.layout.meta["median_traces"] == [2]
+
+
+def test_trend_log_scale_and_several_lines() -> None:
+    lines = [
+        TrendLine(label=f"k{i}", unit="us", points=points([10.0 * (i + 1)] * 4)) for i in range(3)
+    ]
+    fig = trend_figure(lines, metric="duration", log_y=True)
+    assert fig.layout.yaxis.type == "log"
+    assert fig.layout.meta["median_traces"] == [2, 5, 8]
+    colours = {fig.data[i].line.color for i in fig.layout.meta["median_traces"]}
+    assert len(colours) == 3
+
+
+def test_trend_marks_change_points_and_alerts_at_their_commits() -> None:
+    pts = points([100.0, 100.0, 100.0, 110.0, 110.0, 110.0])
+    outside = T0 - timedelta(days=1)
+    markers = [
+        TrendMarker("change_point", pts[3].sha, pts[3].committed_at, "change point +10.0%", 110.0),
+        TrendMarker("alert", pts[3].sha, pts[3].committed_at, "alert #1 (open)"),
+        # Outside the points shown: drawn at its own level when it has one, else dropped.
+        TrendMarker("change_point", "f" * 40, outside, "older", 100.0),
+        TrendMarker("alert", "e" * 40, outside, "older alert"),
+    ]
+    fig = trend_figure([TrendLine("k", "us", pts, markers)], metric="duration")
+    by_name = {t.name: t for t in fig.data}
+    cps, alerts = by_name["k: change points"], by_name["k: alerts"]
+    assert list(cps.y) == [110.0, 100.0] and cps.x[0] == pts[3].committed_at.isoformat()
+    assert cps.marker.symbol == "diamond-open"
+    assert list(alerts.y) == [110.0] and alerts.marker.symbol == "x"
+    assert "alert #1 (open)" in alerts.text[0] and pts[3].sha[:10] in alerts.text[0]
+
+
+def test_trend_of_nothing_is_an_empty_figure() -> None:
+    fig = trend_figure([], metric="duration")
+    assert fig.data == () and fig.layout.yaxis.title.text == "duration"
+
+
+def test_breakdown_puts_the_largest_share_on_top() -> None:
+    rows = [
+        ShareRow("gemm_bwd", 1, 180_000.0, 0.6),
+        ShareRow("adamw", 1, 30_000.0, 0.1),
+        ShareRow("gemm_fwd", 2, 90_000.0, 0.3),
+    ]
+    (bar,) = breakdown_figure(rows, title="train_step").data
+    assert list(bar.y) == ["adamw", "gemm_fwd", "gemm_bwd"]  # plotly draws the last on top
+    assert list(bar.x) == [0.1, 0.3, 0.6]
+    assert list(bar.text) == ["10.0%", "30.0%", "60.0%"]
+    assert bar.customdata[2][0] == "180 us" and bar.customdata[1][1] == 2
+
+
+def test_change_bars_are_coloured_by_verdict() -> None:
+    bars = [ChangeBar("a", 0.12, "regressed"), ChangeBar("b", -0.05, "improved")]
+    (bar,) = change_figure(bars).data
+    assert list(bar.y) == ["b", "a"] and list(bar.x) == [-0.05, 0.12]
+    assert list(bar.marker.color) == [VERDICT_COLOURS["improved"], VERDICT_COLOURS["regressed"]]
+    assert list(bar.text) == ["-5.0%", "+12.0%"]
+
+
+def test_verdict_history_stacks_only_the_verdicts_seen() -> None:
+    columns = [
+        VerdictColumn("a" * 40, "aaaaaaa", {"new": 3}),
+        VerdictColumn("b" * 40, "bbbbbbb", {"unchanged": 2, "regressed": 1}),
+    ]
+    fig = verdict_history_figure(columns)
+    assert {t.name: list(t.y) for t in fig.data} == {
+        "regressed": [0, 1],
+        "new": [3, 0],
+        "unchanged": [0, 2],
+    }
+    assert fig.layout.barmode == "stack"
+
+
+def test_peaks_and_fraction_of_peak() -> None:
+    h100 = device_peak({"name": "NVIDIA H100 80GB HBM3", "sm_count": 132})
+    assert h100 is not None and h100.bytes_per_s == pytest.approx(3.35e12)
+    # 2.1 GFLOP in 100 us = 21 TFLOP/s = 31% of 67 TFLOP/s FP32; 12 MB = 120 GB/s.
+    got = achieved(2.1e9, 1.2e7, 100e-6, h100, "fp32")
+    assert got.flops_per_s == pytest.approx(21e12)
+    assert got.flop_fraction == pytest.approx(21 / 67)
+    assert got.byte_fraction == pytest.approx(120e9 / 3.35e12)
+    assert got.bound == "compute" and got.fraction == got.flop_fraction
+    assert achieved(2.1e9, 1.2e7, 100e-6, h100, "bf16").flop_fraction == pytest.approx(21 / 989.4)
+    assert achieved(1e3, 4e9, 1e-3, h100).bound == "memory"
+    unknown = device_peak(
+        {"name": "Future GPU", "sm_count": 100, "compute_capability": "9.0"}, {"sm_max": 2000.0}
+    )
+    assert unknown is not None and unknown.flops["fp32"] == pytest.approx(100 * 128 * 2 * 2e9)
+    assert unknown.bytes_per_s is None
+    assert device_peak({"name": "Future GPU"}) is None
+    nothing = achieved(None, None, 1e-3, None)
+    assert (nothing.bound, nothing.fraction) == (None, None)
+
+
+def test_formatting() -> None:
+    assert fmt_value(570.912, "us") == "570.9 us"
+    assert fmt_value(1234.5, "us") == "1.234 ms"
+    assert fmt_value(0.5, "us") == "500 ns"
+    assert fmt_value(42.0, "%") == "42 %"
+    assert fmt_pct(0.078) == "+7.8%" and fmt_pct(None) == "–"
+    assert series_label("gemm_fwd", {"m": 1024}, "gemm_bias_act_fwd") == (
+        "gemm_fwd m=1024 · gemm_bias_act_fwd"
+    )
+    assert series_label("train_step", {}, "train_step") == "train_step"
