@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.analysis.alerts import update_alerts
 from service.analysis.changepoints import Segmented, update_change_points
 from service.analysis.evaluate import evaluate_run
+from service.core.db import one_writer
 from service.models import Result, Run
 from service.models.base import utcnow
 
@@ -70,7 +71,7 @@ def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datet
 
 def analyse_run(factory: sessionmaker[Session], run_id: int) -> str | None:
     """Decide one run's verdicts and alerts; its run id, or None when another process did."""
-    with factory() as session, session.begin():
+    with one_writer(factory), factory() as session, session.begin():
         if not _claim(session, run_id, Run.analysed_at):
             return None
         run = session.get(Run, run_id)
@@ -135,7 +136,7 @@ def segment_pending(factory: sessionmaker[Session]) -> int:
 
 def _segment(factory: sessionmaker[Session], run_id: int, skip: bool) -> Segmented | None:
     """None when another process took the run first."""
-    with factory() as session, session.begin():
+    with one_writer(factory), factory() as session, session.begin():
         if not _claim(session, run_id, Run.change_points_at):
             return None
         if skip:

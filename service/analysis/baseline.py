@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.stats import unpack_samples
+from service.core.sql import among
 from service.models import Commit, Result, Run
 
 K = 8
@@ -35,7 +36,7 @@ def ancestry(session: Session, head: Commit, branch: str) -> list[int]:
         ids = dict(
             session.execute(
                 select(Commit.sha, Commit.id).where(
-                    Commit.repository_id == head.repository_id, Commit.sha.in_(shas)
+                    Commit.repository_id == head.repository_id, among(session, Commit.sha, shas)
                 )
             ).all()
         )
@@ -57,9 +58,9 @@ def ancestry(session: Session, head: Commit, branch: str) -> list[int]:
 
 def nearest_results(
     session: Session, series_ids: list[int], commit_ids: list[int], k: int = K
-) -> dict[int, list[tuple[int, int, float]]]:
-    """Per series, (result id, commit id, median) at its nearest `k` ancestor commits that have
-    one, nearest first; the newest run wins at a commit measured twice.
+) -> dict[int, list[tuple[int, int, float, int]]]:
+    """Per series, (result id, commit id, median, run id) at its nearest `k` ancestor commits that
+    have one, nearest first; the newest run wins at a commit measured twice.
 
     The ancestry window grows (k, 4k, 16k ... commits) only while some series still lacks k
     results: a run's series usually have results at the nearest commits, so the first small
@@ -68,19 +69,22 @@ def nearest_results(
     if not series_ids or not commit_ids:
         return {}
     position = {cid: i for i, cid in enumerate(commit_ids)}
-    chosen: dict[int, dict[int, tuple[int, int, float]]] = defaultdict(dict)
+    chosen: dict[int, dict[int, tuple[int, int, float, int]]] = defaultdict(dict)
     pending, start, width = set(series_ids), 0, k
     while pending and start < len(commit_ids):
         window = commit_ids[start : start + width]
         rows = session.execute(
-            select(Result.id, Result.series_id, Result.commit_id, Result.median).where(
-                Result.series_id.in_(pending), Result.commit_id.in_(window)
+            select(
+                Result.id, Result.series_id, Result.commit_id, Result.median, Result.run_id
+            ).where(
+                among(session, Result.series_id, pending),
+                among(session, Result.commit_id, window),
             )
         ).all()
-        for rid, sid, cid, median in sorted(rows, key=lambda r: (position[r[2]], -r[0])):
+        for rid, sid, cid, median, run_id in sorted(rows, key=lambda r: (position[r[2]], -r[0])):
             per_commit = chosen[sid]
             if cid not in per_commit and len(per_commit) < k:
-                per_commit[cid] = (rid, cid, median)
+                per_commit[cid] = (rid, cid, median, run_id)
         pending = {sid for sid in pending if len(chosen[sid]) < k}
         start += width
         width *= 4
@@ -92,16 +96,20 @@ def baselines(
 ) -> dict[int, list[BaselineResult]]:
     """Per series, its results at the nearest `k` ancestor commits, with their samples."""
     nearest = nearest_results(session, series_ids, commit_ids, k)
-    wanted = [rid for rows in nearest.values() for rid, _, _ in rows]
+    wanted = [rid for rows in nearest.values() for rid, _, _, _ in rows]
     samples = (
-        dict(session.execute(select(Result.id, Result.samples).where(Result.id.in_(wanted))).all())
+        dict(
+            session.execute(
+                select(Result.id, Result.samples).where(among(session, Result.id, wanted))
+            ).all()
+        )
         if wanted
         else {}
     )
     return {
         sid: [
             BaselineResult(rid, cid, median, unpack_samples(samples[rid]))
-            for rid, cid, median in rows
+            for rid, cid, median, _ in rows
         ]
         for sid, rows in nearest.items()
     }

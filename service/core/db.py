@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,6 +41,29 @@ def engine_for(settings: Settings) -> Engine:
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def one_writer(factory: sessionmaker[Session]) -> Iterator[None]:
+    """On a SQLite file, one writing transaction at a time among this machine's processes.
+
+    SQLite lets one transaction write while the others wait in its busy handler, which polls in
+    growing sleeps (up to 100 ms) instead of waking when the lock is released: two server
+    processes storing documents spent most of their time asleep there. Queued on an flock, the
+    next writer starts the moment the last one commits. PostgreSQL needs nothing of the kind.
+    """
+    bind = factory.kw.get("bind")
+    database = bind.url.database if isinstance(bind, Engine) else None
+    if bind is None or bind.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    # A descriptor of its own per transaction: threads of one process queue on it as well.
+    with open(f"{database}-writer.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @contextmanager

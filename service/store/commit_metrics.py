@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session, aliased
 
 from service.analysis.backlog import runs_pending
 from service.analysis.baseline import ancestry, nearest_results
+from service.core.sql import among
 from service.models import (
     BuildResource,
     ChangePoint,
@@ -47,9 +49,16 @@ def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Ru
     return list(chosen.values())
 
 
+class BaselinePoint(NamedTuple):
+    median: float
+    committed_at: datetime
+    sha: str
+    run_uuid: str
+
+
 def _baselines(
     session: Session, results: list[Row[Any]], branch: str, commit: Commit
-) -> dict[int, Row[Any]]:
+) -> dict[int, BaselinePoint | Row[Any]]:
     """For each result, the nearest earlier result of its series on the branch.
 
     Along the first-parent ancestry when the runner sent it; by commit time otherwise.
@@ -60,8 +69,27 @@ def _baselines(
         nearest = nearest_results(
             session, [r.series_id for r in results], ancestry(session, commit, branch), k=1
         )
-        wanted = {r.id: nearest[r.series_id][0][0] for r in results if nearest.get(r.series_id)}
-        return _with_commits(session, wanted)
+        found = {r.id: nearest[r.series_id][0] for r in results if nearest.get(r.series_id)}
+        # A handful of commits and runs stand behind hundreds of baselines: look those up once.
+        commits = {
+            cid: (sha, at)
+            for cid, sha, at in session.execute(
+                select(Commit.id, Commit.sha, Commit.committed_at).where(
+                    among(session, Commit.id, {cid for _, cid, _, _ in found.values()})
+                )
+            )
+        }
+        runs = dict(
+            session.execute(
+                select(Run.id, Run.run_uuid).where(
+                    among(session, Run.id, {run_id for _, _, _, run_id in found.values()})
+                )
+            ).all()
+        )
+        return {
+            rid: BaselinePoint(median, commits[cid][1], commits[cid][0], runs[run_id])
+            for rid, (_, cid, median, run_id) in found.items()
+        }
     earlier = aliased(Result)
     nearest = (
         select(earlier.id)
@@ -76,7 +104,7 @@ def _baselines(
         .scalar_subquery()
     )
     pairs = session.execute(
-        select(Result.id, nearest).where(Result.id.in_([r.id for r in results]))
+        select(Result.id, nearest).where(among(session, Result.id, [r.id for r in results]))
     ).all()
     return _with_commits(session, {rid: bid for rid, bid in pairs if bid is not None})
 
@@ -88,7 +116,7 @@ def _with_commits(session: Session, wanted: dict[int, int]) -> dict[int, Row[Any
         select(Result.id, Result.median, Result.committed_at, Commit.sha, Run.run_uuid)
         .join(Commit, Commit.id == Result.commit_id)
         .join(Run, Run.id == Result.run_id)
-        .where(Result.id.in_(set(wanted.values())))
+        .where(among(session, Result.id, set(wanted.values())))
     ).all()
     by_id = {r.id: r for r in rows}
     return {rid: by_id[bid] for rid, bid in wanted.items()}
@@ -123,7 +151,8 @@ def commit_metrics(
     workloads = session.execute(
         select(*_WORKLOAD).where(RunWorkload.run_id.in_(run_by_id)).order_by(RunWorkload.id)
     ).all()
-    wl_ids = [w.id for w in workloads]
+    # The workloads' rows by a sub-select rather than by their hundreds of ids.
+    wl_query = select(RunWorkload.id).where(RunWorkload.run_id.in_(run_by_id))
     result_rows = session.execute(
         select(*_RESULT)
         .join(Series, Series.id == Result.series_id)
@@ -173,7 +202,7 @@ def commit_metrics(
                 CorrectnessOutcome.norm,
                 CorrectnessOutcome.precision,
                 CorrectnessOutcome.unwritten,
-            ).where(CorrectnessOutcome.run_workload_id.in_(wl_ids))
+            ).where(CorrectnessOutcome.run_workload_id.in_(wl_query))
         )
     }
     ncu: dict[int, dict[str, dict[str, m.NcuValue]]] = defaultdict(lambda: defaultdict(dict))
@@ -185,7 +214,7 @@ def commit_metrics(
             NcuMetric.name,
             NcuMetric.value,
             NcuMetric.unit,
-        ).where(NcuMetric.run_workload_id.in_(wl_ids))
+        ).where(NcuMetric.run_workload_id.in_(wl_query))
     ):
         ncu[wl_id][kernel][name] = m.NcuValue(value=value, unit=unit)
     findings: dict[int, dict[str, list[m.NcuFindingPublic]]] = defaultdict(
@@ -200,7 +229,7 @@ def commit_metrics(
             NcuFinding.description,
             NcuFinding.estimated_speedup,
             NcuFinding.speedup_type,
-        ).where(NcuFinding.run_workload_id.in_(wl_ids))
+        ).where(NcuFinding.run_workload_id.in_(wl_query))
     ):
         findings[f.run_workload_id][f.kernel].append(
             m.NcuFindingPublic(
@@ -220,7 +249,7 @@ def commit_metrics(
             TimelineEntry.total_ns,
             TimelineEntry.share,
         )
-        .where(TimelineEntry.run_workload_id.in_(wl_ids))
+        .where(TimelineEntry.run_workload_id.in_(wl_query))
         .order_by(TimelineEntry.total_ns.desc())
     ):
         timeline[t.run_workload_id].append(
@@ -296,7 +325,7 @@ def _change_points(
         select(ChangePoint).where(
             ChangePoint.commit_id == commit.id,
             ChangePoint.branch == branch,
-            ChangePoint.series_id.in_(series_ids),
+            among(session, ChangePoint.series_id, series_ids),
         )
     )
     return {

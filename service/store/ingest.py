@@ -12,6 +12,7 @@ from sqlalchemy import func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.core.db import one_writer
 from service.models import (
     BuildResource,
     Commit,
@@ -62,7 +63,7 @@ def ingest(
     if existing is not None:
         return existing
     try:
-        with factory() as session, session.begin():
+        with one_writer(factory), factory() as session, session.begin():
             after = within(session) if within else None
             pk, count = _store(session, doc, digest)
             if after:
