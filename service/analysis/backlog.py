@@ -44,10 +44,14 @@ class Worked:
 
 def series_pending(session: Session, series_id: int, branch: str | None = None) -> bool:
     """Whether a stored run of this series (on this branch) still waits for change points."""
-    query = exists().where(
-        Result.series_id == series_id,
-        Result.run_id.in_(select(Run.id).where(Run.change_points_at.is_(None))),
+    # From the backlog (a handful of runs, a partial index) to their results, never the
+    # other way round through the series' whole history.
+    waiting = list(
+        session.scalars(select(Run.id).where(Run.change_points_at.is_(None)).limit(BATCH))
     )
+    if not waiting:
+        return False
+    query = exists().where(Result.run_id.in_(waiting), Result.series_id == series_id)
     if branch is not None:
         query = query.where(Result.branch == branch)
     return bool(session.scalar(select(query)))
