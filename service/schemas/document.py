@@ -284,24 +284,6 @@ def params_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-# What a JSON text needs to parse to a NaN or an infinity: Python's literals, or a number too
-# large for a double (a 3-digit exponent, or a hundred digits and more). A number starts and
-# ends at a delimiter, which keeps hex digests such as "...d7e61585..." from matching.
-_NUMBER_START, _NUMBER_END = rb"(?<![\w.])-?", rb"(?![\w.])"
-_NON_FINITE_SOURCE = re.compile(
-    rb"NaN|Infinity|"
-    + _NUMBER_START
-    + rb"(?:[0-9]+(?:\.[0-9]*)?[eE]\+?0*[1-9][0-9]{2,}|[0-9]{100,}[0-9.eE+-]*)"
-    + _NUMBER_END
-)
-
-
-def may_hold_non_finite(body: bytes) -> bool:
-    """False when the JSON text `body` cannot parse to a NaN or infinity: most documents, whose
-    tens of thousands of numbers then need no walk (find_non_finite) to prove it."""
-    return _NON_FINITE_SOURCE.search(body) is not None
-
-
 def find_non_finite(value: Any, path: str = "") -> str | None:
     """The JSON path of the first NaN or infinity in a parsed document, if any."""
     if isinstance(value, float) and not math.isfinite(value):

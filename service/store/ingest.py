@@ -43,7 +43,10 @@ class IngestOutcome:
 
 
 def document_digest(raw: Any) -> str:
-    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    """SHA-256 of the document's canonical JSON; ValueError if it holds a NaN or an infinity.
+
+    Writing every number anyway, the digest is where finding a non-finite one costs nothing."""
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -52,13 +55,14 @@ def ingest(
     doc: RunDocument,
     raw: Any,
     within: Callable[[Session], Callable[[Session], None]] | None = None,
+    digest: str | None = None,
 ) -> IngestOutcome:
     """Store `doc`; a second post of the same run id stores nothing and says so.
 
     `within`, if given, runs first inside the storing transaction (to check a job's lease) and
     returns what to run after the rows are written (to close the job): all or nothing.
     """
-    digest = document_digest(raw)
+    digest = digest or document_digest(raw)
     existing = _existing(factory, doc.run_id, digest)
     if existing is not None:
         return existing

@@ -51,13 +51,17 @@ def lease_check(doc: RunDocument, runner_id: int) -> Callable[[Session], Callabl
 
 
 def store_runner_document(
-    factory: sessionmaker[Session], doc: RunDocument, raw: Any, runner_id: int
+    factory: sessionmaker[Session],
+    doc: RunDocument,
+    raw: Any,
+    runner_id: int,
+    digest: str | None = None,
 ) -> IngestOutcome:
     with factory() as session:
         kind = session.scalar(select(Job.kind).where(Job.id == doc.job_id)) if doc.job_id else None
     if kind in ("confirm", "bisect"):
         return _apply_confirmation(factory, doc, runner_id, kind)
-    return ingest(factory, doc, raw, within=lease_check(doc, runner_id))
+    return ingest(factory, doc, raw, within=lease_check(doc, runner_id), digest=digest)
 
 
 def _apply_confirmation(

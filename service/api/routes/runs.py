@@ -15,9 +15,9 @@ from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.integrations import github
 from service.models import Commit, Repository, Result, Run
-from service.schemas.document import RunDocument, find_non_finite, may_hold_non_finite
+from service.schemas.document import RunDocument, find_non_finite
 from service.schemas.runs import RunPublic, RunStored
-from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
+from service.store.ingest import DocumentConflict, SummaryMismatch, document_digest, ingest
 from service.store.runner_results import store_runner_document
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -48,20 +48,24 @@ async def post_run(
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
     body = await read_body(request, settings.max_body_bytes)
     raw = parse_json(body)
-    bad = find_non_finite(raw) if may_hold_non_finite(body) else None
-    if bad:
-        raise ApiError(422, f"invalid document: {bad}: NaN and infinities are not measurements")
+    try:
+        digest = document_digest(raw)
+    except ValueError as exc:
+        bad = find_non_finite(raw) or "$"
+        raise ApiError(
+            422, f"invalid document: {bad}: NaN and infinities are not measurements"
+        ) from exc
     try:
         doc = RunDocument.model_validate(raw)
     except ValidationError as exc:
         return validation_response(list(exc.errors()), "document")
     try:
         if caller.admin:
-            outcome = await run_in_threadpool(ingest, factory, doc, raw)
+            outcome = await run_in_threadpool(ingest, factory, doc, raw, None, digest)
         else:
             assert caller.runner_id is not None
             outcome = await run_in_threadpool(
-                store_runner_document, factory, doc, raw, caller.runner_id
+                store_runner_document, factory, doc, raw, caller.runner_id, digest
             )
     except DocumentConflict as exc:
         raise ApiError(409, str(exc)) from exc
