@@ -255,24 +255,32 @@ def _result_row(
 
 
 def _many(session: Session, model: type, rows: list[dict[str, Any]]) -> None:
-    """Insert many rows: COPY on PostgreSQL where the rows are plain, else Core executemany.
+    """Insert many rows: straight through the driver where the rows are plain (COPY on
+    PostgreSQL, executemany on SQLite), else a Core executemany.
 
-    A document brings a thousand-odd rows (ncu metrics above all): psycopg's executemany sends
-    each as a statement of its own (~20 us a row), COPY streams them (~2 us); on SQLite a Core
-    executemany is fastest, and the ORM's bulk path costs more than the insert on both."""
+    A document brings a thousand-odd rows (ncu metrics above all). psycopg's executemany sends
+    each as a statement of its own (~20 us a row) where COPY streams them (~2 us), and
+    SQLAlchemy's per-row parameter processing costs more than SQLite's insert; the ORM's bulk
+    path would cost more than either."""
     if not rows:
         return
     table = model.__table__  # type: ignore[attr-defined]
     connection = session.connection()
-    if connection.dialect.name == "postgresql" and _copyable(table, rows[0]):
-        names = list(rows[0])
-        cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        columns = ", ".join(f'"{n}"' for n in names)
-        with cursor.copy(f'COPY "{table.name}" ({columns}) FROM STDIN') as copy:
-            for row in rows:
-                copy.write_row([row[n] for n in names])
+    if not _copyable(table, rows[0]):
+        session.execute(table.insert(), rows)
         return
-    session.execute(table.insert(), rows)
+    names = list(rows[0])
+    columns = ", ".join(f'"{n}"' for n in names)
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    values = ([row[n] for n in names] for row in rows)
+    if connection.dialect.name == "postgresql":
+        with cursor.copy(f'COPY "{table.name}" ({columns}) FROM STDIN') as copy:
+            for row in values:
+                copy.write_row(row)
+    else:
+        marks = ", ".join("?" * len(names))
+        cursor.executemany(f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})', values)
+        cursor.close()
 
 
 def _copyable(table: Any, row: dict[str, Any]) -> bool:
