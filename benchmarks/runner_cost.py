@@ -102,16 +102,44 @@ def stage_table(clocks: list[StageClock], totals: list[float]) -> list[str]:
     return rows
 
 
+def workload_id(w: dict[str, Any]) -> str:
+    """The suite's id of a document's workload (kernels.workload: lists joined by "x")."""
+
+    def fmt(v: Any) -> str:
+        return "x".join(fmt(x) for x in v) if isinstance(v, list) else str(v)
+
+    return f"{w['name']}[{','.join(f'{k}={fmt(v)}' for k, v in sorted(w['params'].items()))}]"
+
+
+def throttle(doc: dict[str, Any], w: dict[str, Any] | None) -> str:
+    """What throttled a workload's samples in one run: the NVML violation counters' ms
+    (environment throttle_during_timing) or else the reasons its processes recorded; "-"."""
+    if not w:
+        return "-"
+    seen = (doc["environment"].get("throttle_during_timing") or {}).get("workloads", {})
+    totals: dict[str, float] = {}
+    for process in seen.get(workload_id(w), []):
+        for name, ms in process.get("violation_ms", {}).items():
+            totals[name] = totals.get(name, 0.0) + ms
+    if totals:
+        return ", ".join(f"{name} {ms:.0f} ms" for name, ms in sorted(totals.items()))
+    timing = w.get("timing") or {}
+    reasons = sorted({r for p in timing.get("processes", []) for r in p["throttle_reasons"]})
+    return ", ".join(reasons) or "-"
+
+
 def stability_table(docs: list[dict[str, Any]]) -> tuple[list[str], int]:
     first, second = docs[0], docs[-1]
     other = {key(w): w for w in second["workloads"]}
-    rows = ["| workload | method | run 1 median us | run 2 median us | diff % | verdict |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| workload | method | run 1 median us | run 2 median us | diff % | verdict | "
+            "throttled (run 1 / run 2) |",
+            "|---|---|---|---|---|---|---|"]  # fmt: skip
     failures = 0
     for w in first["workloads"]:
-        a, b = w.get("timing"), (other.get(key(w)) or {}).get("timing")
+        w2 = other.get(key(w))
+        a, b = w.get("timing"), (w2 or {}).get("timing")
         if not a or not b:
-            rows.append(f"| {key(w)} | - | - | - | - | no timing ({w['status']}) |")
+            rows.append(f"| {key(w)} | - | - | - | - | no timing ({w['status']}) | - |")
             failures += w["status"] != "skipped"
             continue
         diff = 100.0 * (b["median"] - a["median"]) / a["median"]
@@ -120,8 +148,9 @@ def stability_table(docs: list[dict[str, Any]]) -> tuple[list[str], int]:
         else:
             verdict = "PASS" if abs(diff) <= STABLE_PCT else "FAIL"
             failures += verdict == "FAIL"
+        throttled = f"{throttle(first, w)} / {throttle(second, w2)}"
         rows.append(f"| {key(w)} | {a['method']} | {a['median']:.2f} | {b['median']:.2f} | "
-                    f"{diff:+.2f} | {verdict} |")  # fmt: skip
+                    f"{diff:+.2f} | {verdict} | {throttled} |")  # fmt: skip
     return rows, failures
 
 
@@ -135,7 +164,9 @@ def summary(doc: dict[str, Any]) -> str:
         f"{ {m: methods.count(m) for m in sorted(set(methods))} }; ncu "
         f"{ {s: ncu.count(s) for s in sorted(set(ncu))} }; timeline "
         f"{[t['source'] for t in lines]}; GPU {env['gpu']['name']} driver "
-        f"{env.get('driver_version')} clocks {env.get('clocks_mhz')}"
+        f"{env.get('driver_version')} clocks {env.get('clocks_mhz')}; throttle reasons seen "
+        f"{env.get('throttle_reasons_seen')} "
+        f"{(env.get('throttle_during_timing') or {}).get('violation_ms', {})}"
     )
 
 

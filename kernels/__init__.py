@@ -33,11 +33,15 @@ Workloads (``kernels.workloads``)
     baseline), ``precision``, ``tolerance``, ``flops``, ``bytes``, ``tags``, ``outputs``,
     ``to_dict()``, and:
 
-    - ``make_inputs(seed) -> dict[str, np.ndarray]``: host inputs from a seeded NumPy RNG
+    - ``make_inputs(seed, xp=numpy) -> dict``: host inputs from a seeded NumPy RNG
+      (``kernels.workload.HostDraws``); with ``xp`` = CuPy the same shapes, dtypes and
+      distributions drawn on the GPU (``DeviceDraws``, cuRAND; other values)
     - ``reference(inputs, xp=numpy) -> dict``: the float64 outputs (plain float64 maths with
       ``xp`` = NumPy, or CuPy for the big shapes: ``reference_on_device`` says which ``check``
       uses)
-    - ``prepare(seed=0, library=None) -> Instance``: inputs uploaded, outputs allocated
+    - ``prepare(seed=0, library=None, *, inputs="host") -> Instance``: inputs uploaded (or,
+      with ``inputs="device"``, drawn on the GPU: what the runner's timing processes use, since
+      no kernel's time depends on the values), outputs allocated
 
     An ``Instance`` has ``launch()`` (asynchronous on the current stream, no synchronize: the
     thing to time), ``poison()`` (fill outputs and scratch with a NaN of a payload no kernel

@@ -7,22 +7,19 @@ from typing import Any
 import numpy as np
 
 from kernels import counts, ops, reference
-from kernels.workload import Instance, Workload
+from kernels.workload import Instance, Workload, draws
 
 
-def gemm_inputs(m: int, n: int, k: int, seed: int, backward: bool) -> dict[str, np.ndarray]:
-    """A ~ N(0, 1), B ~ N(0, 1/K) (so A.B ~ N(0, 1)), bias ~ N(0, 0.01); Z, gY ~ N(0, 1)."""
-    rng = np.random.default_rng(seed)
-    f32 = np.float32
-    out = {
-        "a": rng.standard_normal((m, k), dtype=f32),
-        "b": rng.standard_normal((k, n), dtype=f32) * f32(1.0 / np.sqrt(k)),
-    }
+def gemm_inputs(m: int, n: int, k: int, seed: int, backward: bool, xp: Any = np) -> dict[str, Any]:
+    """A ~ N(0, 1), B ~ N(0, 1/K) (so A.B ~ N(0, 1)), bias ~ N(0, 0.01); Z, gY ~ N(0, 1).
+    Host draws for ``xp`` = NumPy, device draws for CuPy (kernels.workload.draws)."""
+    d = draws(seed, xp)
+    out = {"a": d.normal((m, k)), "b": d.normal((k, n), 1.0 / np.sqrt(k))}
     if backward:
-        out["z"] = rng.standard_normal((m, n), dtype=f32)
-        out["gy"] = rng.standard_normal((m, n), dtype=f32)
+        out["z"] = d.normal((m, n))
+        out["gy"] = d.normal((m, n))
     else:
-        out["bias"] = rng.standard_normal(n, dtype=f32) * f32(0.1)
+        out["bias"] = d.normal(n, 0.1)
     return out
 
 
@@ -57,8 +54,8 @@ class GemmFwd(_Gemm):
     def bytes(self) -> int:
         return counts.gemm_fwd_bytes(self.m, self.n, self.k, save_z=True)
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        return gemm_inputs(self.m, self.n, self.k, seed, backward=False)
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        return gemm_inputs(self.m, self.n, self.k, seed, backward=False, xp=xp)
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
         return reference.gemm_fwd(inputs["a"], inputs["b"], inputs["bias"], self.act, xp)
@@ -111,8 +108,8 @@ class GemmBwd(_Gemm):
     def bytes(self) -> int:
         return counts.gemm_bwd_bytes(self.m, self.n, self.k)
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        return gemm_inputs(self.m, self.n, self.k, seed, backward=True)
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        return gemm_inputs(self.m, self.n, self.k, seed, backward=True, xp=xp)
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
         i = inputs
@@ -154,8 +151,8 @@ class CublasGemm(_Gemm):
     def bytes(self) -> int:
         return counts.gemm_bytes(self.m, self.n, self.k)
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        inputs = gemm_inputs(self.m, self.n, self.k, seed, backward=False)
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        inputs = gemm_inputs(self.m, self.n, self.k, seed, backward=False, xp=xp)
         del inputs["bias"]
         return inputs
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kernels import counts, ops, reference
-from kernels.workload import Instance, Workload
+from kernels.workload import Instance, Workload, draws
 
 
 class AdamW(Workload):
@@ -41,16 +41,15 @@ class AdamW(Workload):
     def bytes(self) -> int:
         return counts.adamw_bytes(sum(self.sizes))
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        f32 = np.float32
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        d = draws(seed, xp)
         x = {}
         for i, n in enumerate(self.sizes):
             # scales such that the step (~3e-3) is large next to the rounding of p (~0.05)
-            x[f"p{i}"] = rng.standard_normal(n, dtype=f32) * f32(0.05)
-            x[f"g{i}"] = rng.standard_normal(n, dtype=f32) * f32(0.01)
-            x[f"m{i}"] = rng.standard_normal(n, dtype=f32) * f32(0.001)
-            x[f"v{i}"] = rng.uniform(0.5e-6, 1.5e-6, size=n).astype(f32)
+            x[f"p{i}"] = d.normal(n, 0.05)
+            x[f"g{i}"] = d.normal(n, 0.01)
+            x[f"m{i}"] = d.normal(n, 0.001)
+            x[f"v{i}"] = d.uniform(n, 0.5e-6, 1.5e-6)
         return x
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
@@ -68,9 +67,13 @@ class AdamW(Workload):
 
 
 class _AdamWInstance(Instance):
+    @property
+    def inplace(self) -> tuple[str, ...]:  # type: ignore[override]
+        n = range(len(self.workload.sizes))
+        return tuple(f"{k}{i}" for k in "pmv" for i in n)
+
     def setup(self) -> None:
         n = range(len(self.workload.sizes))
-        self.inplace = tuple(f"{k}{i}" for k in "pmv" for i in n)
         d = self.dev
         self.group = ops.AdamWGroup(
             [d[f"p{i}"] for i in n],
@@ -87,7 +90,7 @@ class _AdamWInstance(Instance):
         out = {}
         for i in range(len(self.workload.sizes)):
             new = conv(self.dev[f"p{i}"]).astype(xp.float64)
-            out[f"delta{i}"] = new - xp.asarray(self.inputs[f"p{i}"]).astype(xp.float64)
+            out[f"delta{i}"] = new - self.as_xp(self.inputs[f"p{i}"], xp).astype(xp.float64)
             out[f"m{i}"] = conv(self.dev[f"m{i}"])
             out[f"v{i}"] = conv(self.dev[f"v{i}"])
         return out
@@ -112,12 +115,9 @@ class Dropout(Workload):
     def bytes(self) -> int:
         return counts.elementwise_bytes(self.n, reads=1, writes=1)
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        return {
-            "x": rng.standard_normal(self.n, dtype=np.float32),
-            "seed": np.array(rng.integers(0, 2**63), dtype=np.uint64),
-        }
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        d = draws(seed, xp)
+        return {"x": d.normal(self.n), "seed": d.seed63()}
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
         mask = reference.dropout_mask((self.n,), self.p, int(inputs["seed"]), xp)
@@ -155,9 +155,8 @@ class Transpose(Workload):
     def bytes(self) -> int:
         return counts.elementwise_bytes(self.rows * self.cols, reads=1, writes=1)
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        return {"x": rng.standard_normal((self.rows, self.cols), dtype=np.float32)}
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        return {"x": draws(seed, xp).normal((self.rows, self.cols))}
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
         return {"out": xp.ascontiguousarray(inputs["x"].T)}

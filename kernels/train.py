@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kernels import counts, ops, reference
-from kernels.workload import Instance, Workload
+from kernels.workload import Instance, Workload, draws
 
 PARAMS = ("w1", "b1", "w2", "b2")
 
@@ -79,22 +79,21 @@ class TrainStep(Workload):
         _, i, h, o = self.dims
         return {"w1": (i, h), "b1": (h,), "w2": (h, o), "b2": (o,)}
 
-    def make_inputs(self, seed: int) -> dict[str, np.ndarray]:
-        rng = np.random.default_rng(seed)
-        f32 = np.float32
+    def make_inputs(self, seed: int, xp: Any = np) -> dict[str, Any]:
+        d = draws(seed, xp)
         b, i, h, o = self.dims
         x = {
-            "x": rng.standard_normal((b, i), dtype=f32),
-            "t": rng.standard_normal((b, o), dtype=f32),
-            "w1": rng.standard_normal((i, h), dtype=f32) * f32(1 / np.sqrt(i)),
-            "b1": rng.standard_normal(h, dtype=f32) * f32(0.1),
-            "w2": rng.standard_normal((h, o), dtype=f32) * f32(1 / np.sqrt(h)),
-            "b2": rng.standard_normal(o, dtype=f32) * f32(0.1),
+            "x": d.normal((b, i)),
+            "t": d.normal((b, o)),
+            "w1": d.normal((i, h), 1 / np.sqrt(i)),
+            "b1": d.normal(h, 0.1),
+            "w2": d.normal((h, o), 1 / np.sqrt(h)),
+            "b2": d.normal(o, 0.1),
         }
         for p, shape in self.shapes().items():
-            x[f"m_{p}"] = np.zeros(shape, dtype=f32)
-            x[f"v_{p}"] = rng.uniform(0.5e-10, 1.5e-10, size=shape).astype(f32)
-        x["dropout_seed"] = np.array(rng.integers(0, 2**63), dtype=np.uint64)
+            x[f"m_{p}"] = d.zeros(shape)
+            x[f"v_{p}"] = d.uniform(shape, 0.5e-10, 1.5e-10)
+        x["dropout_seed"] = d.seed63()
         return x
 
     def reference(self, inputs: dict[str, Any], xp: Any = np) -> dict[str, Any]:
@@ -154,7 +153,7 @@ class _TrainStepInstance(Instance):
         out = {k: conv(v) for k, v in self.out.items()}
         for p in PARAMS:
             new = conv(self.dev[p]).astype(xp.float64)
-            out[f"delta_{p}"] = new - xp.asarray(self.inputs[p]).astype(xp.float64)
+            out[f"delta_{p}"] = new - self.as_xp(self.inputs[p], xp).astype(xp.float64)
             out[f"m_{p}"] = conv(self.dev[f"m_{p}"])
             out[f"v_{p}"] = conv(self.dev[f"v_{p}"])
         return out

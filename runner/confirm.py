@@ -19,7 +19,7 @@ from runner.agent import JobInterrupted
 from runner.build import BuildOutcome, run_build
 from runner.checkout import Checkouts, CommitInfo
 from runner.measure import run_phase
-from runner.pipeline import Progress, RunRequest, repository_name
+from runner.pipeline import Progress, RunRequest, check_processes, repository_name
 from runner.suite import Suite, load_suite
 
 
@@ -46,7 +46,14 @@ def _prepare(tree: Path, commit: CommitInfo, build_dir: Path, wanted: list[dict[
     )
     records = {w["id"]: report.WorkloadRecord(info=w) for w in infos}
     if records:
-        checked = run_phase(suite, "check", list(records), env=env)
+        checked = run_phase(
+            suite,
+            "check",
+            list(records),
+            env=env,
+            processes=check_processes(suite),
+            weights={w["id"]: float(w.get("bytes") or 0.0) for w in infos},
+        )
         for wid, outcome in checked.outcomes.items():
             records[wid].check = outcome
     passing = [wid for wid, r in records.items() if r.passed]
@@ -103,6 +110,7 @@ def execute_confirmation(
 
 
 def _document(request: RunRequest, side: Side, started: datetime, role: str) -> dict[str, Any]:
+    environment.note_timings(side.environment, side.records.values())
     return report.document(
         run_id=str(uuid.uuid4()),
         suite=side.suite.name,

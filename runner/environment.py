@@ -140,21 +140,53 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
     return env
 
 
+THROTTLE_KEY = "throttle_during_timing"  # a free-form environment fact (the schema allows them)
+
+
 def note_timings(env: dict[str, Any], records: Iterable[Any]) -> None:
     """Add what the timing processes saw to the environment: the lowest and highest SM clock
-    (clocks_mhz sm_seen_min/sm_seen_max) and every throttle reason (throttle_reasons_seen)."""
+    (clocks_mhz sm_seen_min/sm_seen_max), every throttle reason (throttle_reasons_seen: the
+    reasons read during the samples and those whose NVML violation counter advanced across a
+    workload's samples) and, where a counter advanced, how much (`throttle_during_timing`):
+
+        {"source": ..., "violation_ms": {reason: total ms},
+         "workloads": {id: [{"process": i, "window_ms": ms, "violation_ms": {reason: ms}}]}}
+
+    (only the workloads and processes that were throttled; the per-process documents' timing
+    `throttle_reasons` name the reasons, the service schema has no field for the amounts)."""
     clocks: list[float] = []
     reasons = set(env.get("throttle_reasons_seen", []))
+    totals: dict[str, float] = {}
+    throttled: dict[str, list[dict[str, Any]]] = {}
+    counted = False
     for record in records:
-        for outcome in record.timings:
+        for index, outcome in enumerate(record.timings):
             result = outcome.result if outcome.status == "ok" else None
+            if not result:
+                continue
             for key in ("sm_clock_min_mhz", "sm_clock_mhz", "sm_clock_max_mhz"):
-                if result and result.get(key) is not None:
+                if result.get(key) is not None:
                     clocks.append(float(result[key]))
-            reasons.update(result.get("throttle_reasons", []) if result else [])
+            reasons.update(result.get("throttle_reasons", []))
+            violation = result.get("violation_ms") or {}
+            counted = counted or bool(violation)
+            if any(ms > 0 for ms in violation.values()):
+                for name, ms in violation.items():
+                    totals[name] = round(totals.get(name, 0.0) + ms, 3)
+                throttled.setdefault(record.info["id"], []).append(
+                    {"process": index, "window_ms": result.get("window_ms"),
+                     "violation_ms": {k: v for k, v in violation.items() if v > 0}}
+                )  # fmt: skip
     if clocks:
         env.setdefault("clocks_mhz", {}).update(sm_seen_min=min(clocks), sm_seen_max=max(clocks))
     env["throttle_reasons_seen"] = sorted(reasons)
+    if counted:
+        env[THROTTLE_KEY] = {
+            "source": "NVML violation counters (nvmlDeviceGetViolationStatus), read before and "
+            "after each workload's samples in each timing process",
+            "violation_ms": totals,
+            "workloads": throttled,
+        }
 
 
 def fingerprint(device: str, env: dict[str, Any]) -> str:

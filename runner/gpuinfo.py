@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import time
 from typing import Any
 
 NVML_CLOCK_SM = 1
@@ -94,9 +95,62 @@ def throttle_reasons() -> list[str]:
     return []
 
 
+# nvmlDeviceGetViolationStatus: nanoseconds (cumulative since the driver loaded) that a policy
+# held the clocks below their target; named like the clock-event reasons they count.
+VIOLATION_POLICIES = {
+    0: "sw_power_cap",  # NVML_PERF_POLICY_POWER (the power cap: clock event reason 0x4)
+    1: "thermal_slowdown",  # NVML_PERF_POLICY_THERMAL
+    3: "board_limit",  # NVML_PERF_POLICY_BOARD_LIMIT
+    5: "reliability",  # NVML_PERF_POLICY_RELIABILITY
+}
+
+
+class _ViolationTime(ctypes.Structure):
+    _fields_ = [("referenceTime", ctypes.c_ulonglong), ("violationTime", ctypes.c_ulonglong)]
+
+
+def violation_ns() -> dict[str, int]:
+    """NVML's violation counters by reason (read-only); a policy this GPU does not count is left
+    out, so that "not counted" is never read as "never throttled"."""
+    lib, handle = _nvml(), _handle()
+    getter = getattr(lib, "nvmlDeviceGetViolationStatus", None) if lib is not None else None
+    if getter is None or handle is None:
+        return {}
+    out = {}
+    for policy, name in VIOLATION_POLICIES.items():
+        value = _ViolationTime()
+        if getter(handle, ctypes.c_int(policy), ctypes.byref(value)) == 0:
+            out[name] = int(value.violationTime)
+    return out
+
+
+def violation_delta_ms(before: dict[str, int], after: dict[str, int]) -> dict[str, float]:
+    """Milliseconds each policy throttled between two `violation_ns` readings (a counter that
+    went backwards, e.g. a driver reload, counts as 0)."""
+    return {
+        name: round(max(after[name] - before[name], 0) / 1e6, 3)
+        for name in sorted(before)
+        if name in after
+    }
+
+
+THROTTLING = ("sw_power_cap", "thermal_slowdown")  # what a longer warm-up settles into
+
+NVML_COMPUTEMODE_DEFAULT = 0
+
+
+def compute_mode() -> int | None:
+    """The GPU's compute mode (0 default: several processes may hold contexts; 3 exclusive
+    process), None where NVML cannot tell."""
+    return _uint("nvmlDeviceGetComputeMode")
+
+
 class ClockWatch:
-    """The SM clock and throttle reasons, read (NVML, read-only) every `every`-th sample while the
-    GPU runs it; `result()` gives what one workload saw in one process."""
+    """What one workload's samples saw in one process, read through NVML (read-only): the SM
+    clock and the clock-event (throttle) reasons every `every`-th sample while the GPU runs it,
+    and the violation counters (`violation_ns`) at `start()` and `stop()`, around all the
+    samples: a power cap that lowers the clocks between two readings of the reasons still shows
+    (as `violation_ms` and its reason in `throttle_reasons`). `result()` gives all of it."""
 
     def __init__(self, enabled: bool, every: int = 8) -> None:
         self.enabled = enabled and _nvml() is not None
@@ -107,6 +161,30 @@ class ClockWatch:
         self.count = 0
         self.clocks: list[float] = []
         self.reasons: set[str] = set()
+        self.before: dict[str, int] = {}
+        self.after: dict[str, int] | None = None
+        self.started = self.stopped = time.monotonic()
+
+    def counters(self) -> dict[str, int]:
+        """The violation counters now ({} when disabled or not counted)."""
+        return violation_ns() if self.enabled else {}
+
+    def throttled_since(self, counters: dict[str, int]) -> list[str]:
+        """The power or thermal policies whose counter advanced since `counters`."""
+        delta = violation_delta_ms(counters, self.counters()) if counters else {}
+        return [name for name in THROTTLING if delta.get(name, 0.0) > 0]
+
+    def start(self) -> None:
+        """Just before the first sample: forget the last workload, read the counters."""
+        self.reset()
+        if self.enabled:
+            self.before = violation_ns()
+        self.started = time.monotonic()
+
+    def stop(self) -> None:
+        """Just after the last sample."""
+        self.stopped = time.monotonic()
+        self.after = violation_ns() if self.enabled and self.before else {}
 
     def during(self) -> None:
         if self.enabled and self.count % self.every == 0:
@@ -118,10 +196,18 @@ class ClockWatch:
         self.count += 1
 
     def result(self) -> dict[str, Any]:
+        if self.after is None:
+            self.stop()
+        violation = violation_delta_ms(self.before, self.after or {})
+        reasons = self.reasons | {name for name, ms in violation.items() if ms > 0}
         clocks = sorted(self.clocks)
-        return {
+        out: dict[str, Any] = {
             "sm_clock_mhz": clocks[len(clocks) // 2] if clocks else None,
             "sm_clock_min_mhz": clocks[0] if clocks else None,
             "sm_clock_max_mhz": clocks[-1] if clocks else None,
-            "throttle_reasons": sorted(self.reasons),
+            "throttle_reasons": sorted(reasons),
         }
+        if violation:
+            out["violation_ms"] = violation
+            out["window_ms"] = round((self.stopped - self.started) * 1e3, 3)
+        return out

@@ -9,8 +9,10 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -56,8 +58,18 @@ def run_phase(
     env: dict[str, str] | None = None,
     seed: int = 0,
     on_done: Callable[[str, Outcome], None] | None = None,
+    processes: int = 1,
+    weights: dict[str, float] | None = None,
 ) -> Phase:
-    """Run `mode` over `ids`, restarting the worker after each crash or timeout."""
+    """Run `mode` over `ids`, restarting the worker after each crash or timeout.
+
+    With `processes` > 1 (never for timing: one process at a time owns the GPU), the ids are
+    shared among that many concurrent workers, balanced by `weights` (e.g. bytes moved: the
+    inputs to draw); a workload whose worker crashed or raised is run again afterwards, with no
+    other worker running, so that the workers' contention (GPU memory, a compute mode that
+    admits one process) never decides its outcome."""
+    if processes > 1 and mode not in ("list", "time") and len(ids) > 1:
+        return _run_parallel(suite, mode, ids, env, seed, on_done, processes, weights or {})
     phase = Phase(mode)
     remaining = list(ids)
     while True:
@@ -77,6 +89,57 @@ def run_phase(
             remaining = []
         if not remaining:
             return phase
+
+
+def balance(ids: list[str], groups: int, weights: dict[str, float]) -> list[list[str]]:
+    """`ids` in at most `groups` groups of similar total weight (heaviest first, each to the
+    lightest group; ties to the first), each group in the original order."""
+    loads = [0.0] * max(1, min(groups, len(ids)))
+    members: list[list[int]] = [[] for _ in loads]
+    order = sorted(range(len(ids)), key=lambda i: (-float(weights.get(ids[i], 0.0)), i))
+    for i in order:
+        g = loads.index(min(loads))
+        loads[g] += float(weights.get(ids[i], 0.0)) + 1.0  # + 1: every workload costs something
+        members[g].append(i)
+    return [[ids[i] for i in sorted(m)] for m in members if m]
+
+
+def _run_parallel(
+    suite: Suite,
+    mode: str,
+    ids: list[str],
+    env: dict[str, str] | None,
+    seed: int,
+    on_done: Callable[[str, Outcome], None] | None,
+    processes: int,
+    weights: dict[str, float],
+) -> Phase:
+    lock = threading.Lock()
+    again_statuses = ("crashed", "error")
+
+    def done(wid: str, outcome: Outcome) -> None:
+        if outcome.status not in again_statuses:  # those are decided by the run alone below
+            with lock:
+                _notify(on_done, wid, outcome)
+
+    groups = balance(ids, processes, weights)
+    with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+        phases = list(
+            pool.map(
+                lambda group: run_phase(suite, mode, group, env=env, seed=seed, on_done=done),
+                groups,
+            )
+        )
+    phase = Phase(mode)
+    merged = {wid: o for part in phases for wid, o in part.outcomes.items()}
+    again = [wid for wid in ids if wid not in merged or merged[wid].status in again_statuses]
+    if again:
+        alone = run_phase(suite, mode, again, env=env, seed=seed, on_done=on_done)
+        merged.update(alone.outcomes)
+        phases.append(alone)
+    phase.outcomes = {wid: merged[wid] for wid in ids if wid in merged}
+    phase.stderr_tail = "\n".join(p.stderr_tail for p in phases if p.stderr_tail)[-4000:]
+    return phase
 
 
 def _one_worker(

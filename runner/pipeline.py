@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +22,8 @@ from runner.measure import Outcome, run_phase
 from runner.suite import Suite, load_suite
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"
+CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
+CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 
 
 @dataclass
@@ -126,11 +130,17 @@ def _measure(
 ):
     env = {"KERNELWATCH_BUILD_DIR": str(build_dir)}
     progress.stage("build")
-    build = run_build(suite, build_dir, env)
-    log(f"build {build.status} in {build.seconds:.1f} s ({len(build.kernels)} kernels)")
+
+    def describe() -> tuple[Any, dict[str, Any]]:  # needs no build: runs beside it
+        listing = run_phase(suite, "list", [], env=env)
+        return listing, environment.collect(suite.device, listing.device)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        described = pool.submit(describe)
+        build = run_build(suite, build_dir, env)
+        log(f"build {build.status} in {build.seconds:.1f} s ({len(build.kernels)} kernels)")
+        listing, environment_section = described.result()
     check_stop()
-    listing = run_phase(suite, "list", [], env=env)
-    environment_section = environment.collect(suite.device, listing.device)
     if build.status != "ok":
         return [], build, environment_section
     infos = [w for w in listing.listing if suite.selects(w, request.only)]
@@ -139,13 +149,20 @@ def _measure(
     log(f"{len(ids)} of {len(listing.listing)} workloads selected")
 
     progress.stage("correctness", len(ids))
+    workers = check_processes(suite)
     checked = run_phase(
-        suite, "check", ids, env=env, on_done=lambda wid, o: progress.advance(wid, o)
+        suite,
+        "check",
+        ids,
+        env=env,
+        on_done=lambda wid, o: progress.advance(wid, o),
+        processes=workers,
+        weights={w["id"]: float(w.get("bytes") or 0.0) for w in infos},
     )
     for wid, outcome in checked.outcomes.items():
         records[wid].check = outcome
     passing = [wid for wid in ids if records[wid].passed]
-    log(f"correctness: {len(passing)} of {len(ids)} passed")
+    log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes)")
     for process in range(suite.timing.processes):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
@@ -166,3 +183,21 @@ def _measure(
 
         profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop)
     return list(records.values()), build, environment_section
+
+
+def check_processes(suite: Suite) -> int:
+    """How many correctness workers run at once: $KERNELWATCH_CHECK_PROCESSES, else
+    CHECK_PROCESSES on a GPU whose compute mode admits several processes (NVML, read-only) and 1
+    on a GPU that admits one; CPU suites check in one process (their NumPy work has the cores)."""
+    configured = os.environ.get(CHECK_PROCESSES_ENV, "").strip()
+    if configured:
+        try:
+            return max(1, int(configured))
+        except ValueError:
+            pass
+    if suite.device != "cuda":
+        return 1
+    from runner import gpuinfo
+
+    mode = gpuinfo.compute_mode()
+    return CHECK_PROCESSES if mode in (None, gpuinfo.NVML_COMPUTEMODE_DEFAULT) else 1

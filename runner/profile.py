@@ -9,7 +9,7 @@ which attributes every profiled launch to its workload (`launch_ranges`). The pa
 set with the rule sections of SECTIONS below, `--clock-control none`. Nothing is timed under
 ncu. ncu missing or refused (ERR_NVGPUCTRPERM, ...) makes every workload's section
 "unavailable"; a workload that fails under ncu gets "failed"; the run goes on either way.
-Measured on the H100 (default suite, 38 workloads): the pass takes 50-52 s, about 0.5 s of
+Measured on the H100 (default suite, 38 workloads): the pass takes 50-55 s, about 0.5 s of
 ncu per profiled launch. Environment: $KERNELWATCH_NCU (the binary), $KERNELWATCH_NCU_SECTIONS
 (comma-separated), $KERNELWATCH_NCU_KEEP (a folder that keeps the export and ncu's output).
 """
@@ -254,14 +254,20 @@ def _kill(proc: subprocess.Popen) -> None:
 # --- the worker's side ------------------------------------------------------------------------
 
 
+PREFETCH = 2  # workloads prepared ahead of the one under ncu, each on a thread of its own
+
+
 class Launcher:
     """The profile worker: each workload launched once inside NVTX range kernelwatch#<index>,
-    the next one prepared meanwhile on a thread (its host-side input generation overlaps ncu's
-    replays; what that thread does is outside every range, so never attributed)."""
+    the next PREFETCH ones prepared meanwhile on threads (their host-side input generation
+    overlaps ncu's replays, the big training step's seconds included; what those threads do is
+    outside every range and launches no kernel, so nothing of it is profiled or attributed).
+    Inputs are the host ones, as in correctness: a kernel drawing them on the GPU would be
+    profiled too (the pass has no kernel filter)."""
 
     def __init__(self, workloads: list[Any], seed: int, ranges: Any) -> None:
         self.workloads, self.seed, self.ranges = workloads, seed, ranges
-        self.pool = ThreadPoolExecutor(max_workers=1)
+        self.pool = ThreadPoolExecutor(max_workers=PREFETCH)
         self.pending: dict[int, Future] = {}
 
     def _prepare(self, index: int) -> Future:
@@ -273,8 +279,8 @@ class Launcher:
         import cupy
 
         prepared = self._prepare(index)
-        if index + 1 < len(self.workloads):
-            self._prepare(index + 1)
+        for ahead in range(index + 1, min(index + 1 + PREFETCH, len(self.workloads))):
+            self._prepare(ahead)
         try:
             instance = prepared.result()
         finally:

@@ -3,6 +3,7 @@ traced steps of a kernel timeline (runner.timeline) on the worker's side."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import statistics
@@ -20,6 +21,14 @@ EVENTS_MIN_US = 20.0  # launches estimated shorter than this are timed with CUPT
 ESTIMATE_SAMPLES = 5
 CHOICES_FILE = "kernelwatch-timer-choices.json"
 
+# A launch whose warm-up ran into a power or thermal cap (NVML violation counters advanced) is
+# warmed up this much longer, and sampled over at least THROTTLED_SAMPLE_SECONDS: its clock is
+# then the capped steady state, and the samples span the controller's swings, rather than ten
+# ~1 ms samples landing on one phase of the fall from boost clocks (measured on the H100: 1-2%
+# between runs for the tensor-core GEMMs with neither).
+THROTTLED_WARMUP_SECONDS = 0.3
+THROTTLED_SAMPLE_SECONDS = 0.2
+
 WARMUPS = 2  # before the traced steps of a timeline
 WARMUP_SYNC_EVERY = 4  # warm-up launches go back to back (the GPU stays busy, clocks rise)
 
@@ -33,11 +42,15 @@ def rel_spread(samples: list[float]) -> float:
 
 
 def collect(
-    sample: Callable[[], float], timing: Timing, clock: Callable[[], float] = time.monotonic
+    sample: Callable[[], float],
+    timing: Timing,
+    clock: Callable[[], float] = time.monotonic,
+    min_seconds: float = 0.0,
 ) -> tuple[list[float], str]:
     """Take samples until the spread is below target, or it has settled, or time is up.
 
-    The spread is checked every min_samples/2 samples from min_samples on. A spread that never
+    The spread is checked every min_samples/2 samples from min_samples on (and, with
+    `min_seconds`, once the samples span that long). A spread that never
     reaches the target (short kernels: 2-8% from the timer's resolution) stops once it has
     settled (two checks agree within 10%), but only where it is small (at most 4x the target)
     or after 3x min_samples: a large spread means interference, and more samples.
@@ -51,8 +64,11 @@ def collect(
         n = len(samples)
         if n >= timing.max_samples:
             return samples, f"max_samples {timing.max_samples}"
-        if clock() - started > timing.max_seconds and n >= min(timing.min_samples, 3):
+        elapsed = clock() - started
+        if elapsed > timing.max_seconds and n >= min(timing.min_samples, 3):
             return samples, f"time cap {timing.max_seconds:g} s after {n} samples"
+        if elapsed < min_seconds:
+            continue
         if n >= timing.min_samples and n % max(timing.min_samples // 2, 1) == 0:
             spread = rel_spread(samples)
             if spread <= target:
@@ -115,6 +131,32 @@ def select_timer(
     return timers.events, estimate
 
 
+INPUTS_ENV = "KERNELWATCH_TIMING_INPUTS"  # "host": timing draws its inputs as correctness does
+
+
+def timing_inputs(device: str) -> str | None:
+    """Where a timing process asks a workload to draw its inputs: "device" on a GPU (no kernel's
+    time depends on the values; the host generation and upload of the big shapes cost seconds
+    per workload and process), unless $KERNELWATCH_TIMING_INPUTS says "host"; None (the
+    suite's own choice) for CPU suites."""
+    if device != "cuda":
+        return None
+    return "host" if os.environ.get(INPUTS_ENV, "").strip().lower() == "host" else "device"
+
+
+def prepare(w: Any, seed: int, inputs: str | None = None) -> Any:
+    """`w.prepare(seed, inputs=...)` where the workload's prepare takes `inputs` (the suite
+    protocol's optional keyword: "host" or "device"), else `w.prepare(seed)`."""
+    if inputs is not None:
+        try:
+            takes = "inputs" in inspect.signature(w.prepare).parameters
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            return w.prepare(seed, inputs=inputs)
+    return w.prepare(seed)
+
+
 def time_workload(
     w: Any,
     timers: Any,
@@ -123,21 +165,20 @@ def time_workload(
     seed: int,
     watch: Any,
     trace: bool = False,
+    inputs: str | None = None,
 ) -> dict[str, Any]:
     """Warm up, pick the timer (events, or CUPTI for short launches), sample to the stop rule;
-    with `trace`, then trace a few steps' kernels for the timeline (runner.timeline)."""
-    instance = w.prepare(seed)
+    with `trace`, then trace a few steps' kernels for the timeline (runner.timeline). `inputs`:
+    where the workload draws its inputs (see `prepare`)."""
+    instance = prepare(w, seed, inputs)
     reset = getattr(instance, "reset", None)
     try:
         base = timers.events
-        warm_until = time.monotonic() + timing.warmup_seconds
-        warmups = 0
-        while warmups < 3 or time.monotonic() < warm_until:
-            instance.launch()
-            warmups += 1
-            if warmups % WARMUP_SYNC_EVERY == 0:
-                base.sync()
-        base.sync()
+        counters = watch.counters()
+        warmups = _warm_up(instance, base, timing.warmup_seconds, 3)
+        capped = watch.throttled_since(counters)
+        if capped:
+            warmups += _warm_up(instance, base, THROTTLED_WARMUP_SECONDS, 0)
         fastest = float("inf")  # host time of a synchronized launch: bounds its GPU time
         for _ in range(2):
             started = time.perf_counter()
@@ -152,12 +193,22 @@ def time_workload(
             return timer.time(instance.launch, during)
 
         timer, estimate = select_timer(timers, choices, w.id, sample_with, fastest)
-        watch.reset()
+        watch.start()
         timer.begin()
         try:
-            samples, reason = collect(lambda: sample_with(timer, watch.during), timing)
+            samples, reason = collect(
+                lambda: sample_with(timer, watch.during),
+                timing,
+                min_seconds=THROTTLED_SAMPLE_SECONDS if capped else 0.0,
+            )
         finally:
+            watch.stop()
             timer.end()
+        if capped:
+            reason += (
+                f" (warm-up throttled by {', '.join(capped)}: +{THROTTLED_WARMUP_SECONDS:g} s of "
+                f"warm-up, samples over >= {THROTTLED_SAMPLE_SECONDS:g} s)"
+            )
         traced = _trace(instance, timers) if trace else None
     finally:
         instance.close()
@@ -174,6 +225,19 @@ def time_workload(
     }
 
 
+def _warm_up(instance: Any, base: Any, seconds: float, at_least: int) -> int:
+    """Launch back to back (a sync every few) for `seconds` and `at_least` launches."""
+    until = time.monotonic() + seconds
+    launches = 0
+    while launches < at_least or time.monotonic() < until:
+        instance.launch()
+        launches += 1
+        if launches % WARMUP_SYNC_EVERY == 0:
+            base.sync()
+    base.sync()
+    return launches
+
+
 def _trace(instance: Any, timers: Any) -> dict[str, Any] | None:
     """The timeline's steps, traced with the process's CUPTI subscriber (None without it)."""
     cupti = timers.cupti()
@@ -185,7 +249,9 @@ def _trace(instance: Any, timers: Any) -> dict[str, Any] | None:
 _shared: dict[str, Any] = {}
 
 
-def trace_workload(w: Any, seed: int, tracer: str, steps: int) -> dict[str, Any]:
+def trace_workload(
+    w: Any, seed: int, tracer: str, steps: int, inputs: str | None = None
+) -> dict[str, Any]:
     """Prepare `w`, warm up, then trace `steps` cold steps with `tracer`: "cupti", or "nsys"
     (the steps between cudaProfilerStart/Stop, for `nsys --capture-range cudaProfilerApi`)."""
     from runner.timers import KernelActivity, L2Flush
@@ -195,7 +261,7 @@ def trace_workload(w: Any, seed: int, tracer: str, steps: int) -> dict[str, Any]
     activity = None
     if tracer == "cupti":
         activity = _shared.get("activity") or _shared.setdefault("activity", KernelActivity())
-    instance = w.prepare(seed)
+    instance = prepare(w, seed, inputs)
     try:
         for _ in range(WARMUPS):
             instance.launch()

@@ -19,7 +19,10 @@
 
 A workload is any object with `id`, `name`, `params`, `kernels`, `tags`, `precision`,
 `tolerance`, `flops`, `bytes` and `prepare(seed) -> instance`, whose instance has `launch()`,
-`poison()`, `fetch()`, `reference()`, `reset()` and `close()`.
+`poison()`, `fetch()`, `reference()`, `reset()` and `close()`. A `prepare` that also takes the
+keyword `inputs` gets `inputs="device"` in the timing processes of a CUDA suite (draw the
+inputs on the GPU: no kernel's time depends on them; $KERNELWATCH_TIMING_INPUTS=host turns
+this off); correctness always calls `prepare(seed)`.
 """
 
 from __future__ import annotations

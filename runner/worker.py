@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from runner import gpuinfo
-from runner.sampling import MethodChoices, time_workload
+from runner.sampling import MethodChoices, time_workload, timing_inputs
 from runner.suite import SuiteError, Timing, load_suite
 from runner.timers import make_timers
 
@@ -151,14 +151,16 @@ def handlers(
             gpuinfo.bind(device_properties()["pci_bus_id"])
         watch = gpuinfo.ClockWatch(enabled=device == "cuda")
         traced = _timeline_tags(config) if seed == 0 else set()
+        inputs = timing_inputs(device)
         return lambda w, _: time_workload(
-            w, timers, choices, timing, seed, watch, trace=bool(traced & set(w.tags))
+            w, timers, choices, timing, seed, watch, bool(traced & set(w.tags)), inputs
         )
     if mode == "timeline":  # one training step's kernels, traced (see runner.timeline)
         from runner.sampling import trace_workload
 
         tracer, steps = config.get("tracer", "cupti"), int(config.get("steps", 0))
-        return lambda w, _: trace_workload(w, seed, tracer, steps)
+        inputs = timing_inputs(device)
+        return lambda w, _: trace_workload(w, seed, tracer, steps, inputs)
     if mode == "profile":  # one launch per workload, under ncu (see runner.profile)
         from runner.profile import Launcher
 

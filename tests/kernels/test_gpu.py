@@ -7,8 +7,8 @@ import pytest
 
 from kernels import reference
 from kernels.check import check, compare_outputs, run_check, summarize
-from kernels.gemm import GemmBwd, GemmFwd, GemmFwdTF32
-from kernels.memory import Dropout, Transpose
+from kernels.gemm import CublasGemm, GemmBwd, GemmFwd, GemmFwdTF32
+from kernels.memory import AdamW, Dropout, Transpose
 from kernels.timing import L2Flusher, TracedLibrary, time_launch
 from kernels.train import TrainStep
 from kernels.workloads import all_workloads
@@ -100,3 +100,50 @@ def test_nvrtc_fallback_builds_and_runs(library):  # library: skips without a GP
     for w in (GemmFwd(64, 64, 32, "gelu"), GemmBwd(64, 64, 32, "tanh"), Dropout(1000, 0.3)):
         v = check(w, seed=1, library=lib)
         assert v["passed"], (w.id, v)
+
+
+DEVICE_DRAWN = [
+    GemmFwd(1024, 1024, 1024, "gelu"),  # split-K: a workspace
+    GemmBwd(256, 256, 256, "relu"),
+    GemmFwdTF32(256, 256, 256, "gelu"),
+    CublasGemm(256, 256, 256),
+    TrainStep(256, 1024, 4096, 1024),
+    AdamW((1001, 64, 4099)),
+    Dropout(1 << 20, 0.1),
+    Transpose(33, 70),
+]
+
+
+@pytest.mark.parametrize("w", DEVICE_DRAWN, ids=lambda w: w.id)
+def test_device_drawn_inputs_are_the_host_kind_and_check_against_their_reference(w, library):
+    """What the timing processes launch: inputs drawn on the GPU, of the host inputs' shapes,
+    dtypes and spread, correct against the float64 reference of those very inputs; `reset`
+    restores what a launch updates, so a second launch gives the same outputs."""
+    import cupy
+
+    host = w.make_inputs(0)
+    inst = w.prepare(0, library, inputs="device")
+    try:
+        assert list(inst.inputs) == list(host)
+        for k, v in host.items():
+            d = inst.inputs[k]
+            assert d.shape == v.shape and d.dtype == v.dtype, k
+            assert isinstance(d, cupy.ndarray) == (v.dtype == np.float32), k
+            if v.dtype == np.float32 and v.size >= 4096 and v.std() > 0:
+                assert float(d.std()) == pytest.approx(float(v.std()), rel=0.05), k
+                assert abs(float(d.mean()) - float(v.mean())) < 6 * float(v.std()) / v.size**0.5
+        inst.poison()
+        inst.launch()
+        first = {k: v.copy() for k, v in inst.fetch(cupy).items()}
+        verdict = summarize(
+            compare_outputs(first, inst.reference(cupy), cupy), w.tolerance, w.precision
+        )
+        assert verdict["passed"], verdict
+        inst.reset()
+        inst.launch()
+        second = inst.fetch(cupy)
+        for k, v in first.items():
+            cupy.testing.assert_array_equal(v, second[k], err_msg=k)
+        assert set(inst.fetch()) == set(first)  # host fetch works on device inputs too
+    finally:
+        inst.close()

@@ -118,6 +118,27 @@ def test_environment_is_filled(document: dict[str, Any]) -> None:
     assert env["host"]["hostname"] and len(env["fingerprint"]) == 16
 
 
+def test_throttling_across_the_samples_is_recorded(document: dict[str, Any]) -> None:
+    from runner import environment, gpuinfo
+
+    if not gpuinfo.violation_ns():
+        pytest.skip("NVML counts no clock violations on this GPU")
+    env = document["environment"]
+    section = env[environment.THROTTLE_KEY]
+    assert set(section) == {"source", "violation_ms", "workloads"}
+    named = {name for name, ms in section["violation_ms"].items() if ms > 0}
+    assert named <= set(env["throttle_reasons_seen"])
+    ids = {f"{w['name']}[" for w in document["workloads"]}
+    for wid, processes in section["workloads"].items():
+        assert wid[: wid.index("[") + 1] in ids
+        for p in processes:
+            assert 0 <= p["process"] < 3 and p["window_ms"] > 0
+            assert p["violation_ms"] and all(ms > 0 for ms in p["violation_ms"].values())
+    for w in document["workloads"]:
+        for p in w["timing"]["processes"]:
+            assert "gpu_idle" not in p["throttle_reasons"]
+
+
 def test_the_service_accepts_the_document(document: dict[str, Any]) -> None:
     pytest.importorskip("pydantic", reason="the service's validator needs pydantic")
     try:

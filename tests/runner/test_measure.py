@@ -65,3 +65,32 @@ def test_an_unimportable_suite_fails_the_listing(tmp_path) -> None:
     phase = run_phase(load_suite(tmp_path), "check", ["a", "b"])
     assert {o.status for o in phase.outcomes.values()} == {"crashed"}
     assert "no such thing" in phase.outcomes["a"].error
+
+
+def test_concurrent_check_workers_give_the_sequential_outcomes(suite) -> None:
+    ids = ["crash[n=8]", "fma[n=256]", "hang[n=8]", "nan[n=8]", "fma[n=512]"]
+    seen: list[str] = []
+    phase = run_phase(
+        suite, "check", ids, processes=3, on_done=lambda wid, _: seen.append(wid),
+        weights={"fma[n=512]": 3e6, "fma[n=256]": 1e6},
+    )  # fmt: skip
+    out = phase.outcomes
+    assert list(out) == ids
+    assert out["crash[n=8]"].status == "crashed"  # crashed beside others, then alone: crashed
+    assert "exit code 3" in out["crash[n=8]"].error
+    assert out["hang[n=8]"].status == "timeout"
+    assert out["fma[n=256]"].result["passed"] and out["fma[n=512]"].result["passed"]
+    assert out["nan[n=8]"].result["passed"] is False
+    assert sorted(seen) == sorted(ids)  # each reported once, the retried one by its retry
+
+
+def test_balance_spreads_the_weight_and_keeps_the_order() -> None:
+    from runner.measure import balance
+
+    ids = ["a", "b", "c", "d", "e"]
+    groups = balance(ids, 2, {"a": 10.0, "b": 1.0, "c": 9.0, "d": 1.0, "e": 1.0})
+    assert sorted(i for g in groups for i in g) == ids
+    assert not any("a" in g and "c" in g for g in groups)  # the two heavy ones apart
+    assert all(g == sorted(g) for g in groups)
+    assert balance(["x"], 3, {}) == [["x"]]
+    assert balance([], 3, {}) == []
