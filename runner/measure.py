@@ -233,7 +233,11 @@ def _handle(
         outcome = (
             Outcome("ok", result=message["result"])
             if event == "result"
-            else Outcome("error", error=message["error"])
+            # "crashed": the workload left the worker's CUDA context dead (runner.worker)
+            else Outcome(
+                "crashed" if message.get("status") == "crashed" else "error",
+                error=message["error"],
+            )
         )
         phase.outcomes[message["id"]] = outcome
         _notify(on_done, message["id"], outcome)

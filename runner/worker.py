@@ -3,6 +3,8 @@
 Run as `python -m runner.worker CONFIG.json`. It speaks JSON lines on a private copy of its
 stdout (the suite's own prints go to stderr), one `start` line before each workload and one
 `result` or `error` line after it, so the parent knows which workload a hang or a crash hit.
+A workload that leaves the CUDA context dead (a sticky error: an illegal address, a trap) gets
+an `error` line with status `crashed` and ends the process: it cannot fail the next workloads.
 Modes: `list`, `check` (correctness), `time` (cold samples to the stop rule), `timeline` (a few
 training steps with kernel activity traced, runner.timeline) and `profile` (each workload
 launched once inside an NVTX range, for one ncu pass over all of them, runner.profile).
@@ -204,9 +206,40 @@ def main(config_path: str) -> int:
                 ranges.pop()
             protocol.send(event="result", id=wid, result=result)
         except Exception:
-            protocol.send(event="error", id=wid, error=traceback.format_exc()[-4000:])
+            error = traceback.format_exc()[-4000:]
+            lost = cuda_context_lost(config["device"])
+            if lost is None:
+                protocol.send(event="error", id=wid, error=error)
+                continue
+            # A sticky CUDA error (an illegal address, a trap, ...) kills this process's
+            # context: every later workload here would fail with it. Report this one as a
+            # crash and end the process; the parent runs the rest in a fresh one.
+            protocol.send(
+                event="error",
+                id=wid,
+                status="crashed",
+                error=f"{error}\nthe CUDA context is lost ({lost}): worker process ended",
+            )
+            protocol.out.flush()
+            os._exit(3)  # no interpreter teardown: CuPy's frees would fail on the dead context
     protocol.send(event="done")
     return 0
+
+
+def cuda_context_lost(device: str) -> str | None:
+    """After a workload raised: the CUDA error the context is stuck on, or None while it
+    still works (a sticky error makes every later call, a synchronize included, fail)."""
+    if device != "cuda":
+        return None
+    try:
+        import cupy
+    except ImportError:
+        return None
+    try:
+        cupy.cuda.runtime.deviceSynchronize()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 class _NoRanges:
