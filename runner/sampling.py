@@ -22,11 +22,13 @@ ESTIMATE_SAMPLES = 5
 CHOICES_FILE = "kernelwatch-timer-choices.json"
 
 # A launch whose warm-up ran into a power or thermal cap (NVML violation counters advanced) is
-# warmed up this much longer, and sampled over at least THROTTLED_SAMPLE_SECONDS: its clock is
-# then the capped steady state, and the samples span the controller's swings, rather than ten
-# ~1 ms samples landing on one phase of the fall from boost clocks (measured on the H100: 1-2%
-# between runs for the tensor-core GEMMs with neither).
-THROTTLED_WARMUP_SECONDS = 0.3
+# sampled paced instead of back to back: the GPU idles RECOVERY_SECONDS first, then for
+# PACE x each sample's duration after it, so that its average power stays under the cap and the
+# samples see the clocks every other launch sees, over at least THROTTLED_SAMPLE_SECONDS. Back to
+# back, ~1 ms tensor-core GEMMs sit at the cap and land on different phases of the controller's
+# swings from run to run (measured on the H100: 1-2% between runs).
+RECOVERY_SECONDS = 0.25
+PACE = 1.0
 THROTTLED_SAMPLE_SECONDS = 0.2
 
 WARMUPS = 2  # before the traced steps of a timeline
@@ -178,7 +180,7 @@ def time_workload(
         warmups = _warm_up(instance, base, timing.warmup_seconds, 3)
         capped = watch.throttled_since(counters)
         if capped:
-            warmups += _warm_up(instance, base, THROTTLED_WARMUP_SECONDS, 0)
+            time.sleep(RECOVERY_SECONDS)
         fastest = float("inf")  # host time of a synchronized launch: bounds its GPU time
         for _ in range(2):
             started = time.perf_counter()
@@ -192,12 +194,18 @@ def time_workload(
             timer.sync()
             return timer.time(instance.launch, during)
 
+        def paced(timer: Any, during: Any = None) -> float:
+            us = sample_with(timer, during)
+            time.sleep(PACE * us * 1e-6)
+            return us
+
         timer, estimate = select_timer(timers, choices, w.id, sample_with, fastest)
         watch.start()
         timer.begin()
         try:
+            take = paced if capped else sample_with
             samples, reason = collect(
-                lambda: sample_with(timer, watch.during),
+                lambda: take(timer, watch.during),
                 timing,
                 min_seconds=THROTTLED_SAMPLE_SECONDS if capped else 0.0,
             )
@@ -206,8 +214,9 @@ def time_workload(
             timer.end()
         if capped:
             reason += (
-                f" (warm-up throttled by {', '.join(capped)}: +{THROTTLED_WARMUP_SECONDS:g} s of "
-                f"warm-up, samples over >= {THROTTLED_SAMPLE_SECONDS:g} s)"
+                f" (warm-up throttled by {', '.join(capped)}: {RECOVERY_SECONDS:g} s idle, then"
+                f" samples paced at {1 / (1 + PACE):.0%} duty"
+                f" over >= {THROTTLED_SAMPLE_SECONDS:g} s)"
             )
         traced = _trace(instance, timers) if trace else None
     finally:
