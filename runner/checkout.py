@@ -86,7 +86,8 @@ class Checkouts:
         clone = self.cache_dir / "repos" / f"{name}-{key}.git"
         if not (clone / "HEAD").exists():
             shutil.rmtree(clone, ignore_errors=True)
-            _git("clone", "--bare", "--quiet", source, str(clone))
+            # "--": a source that starts with "-" is a path or URL, never an option.
+            _git("clone", "--bare", "--quiet", "--", source, str(clone))
         _git(
             "fetch",
             "--quiet",

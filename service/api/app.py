@@ -14,8 +14,9 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 
 from dashboards import STATIC_DIR
+from service.api.access import ReadAccess
 from service.api.background import AnalysisWorker, reap_forever
-from service.api.errors import install_error_handlers
+from service.api.errors import RefuseNulInUrl, install_error_handlers
 from service.api.routes import (
     alerts,
     commits,
@@ -75,6 +76,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.session_factory = factory
     app.state.analysis = analysis
     install_error_handlers(app)
+    app.add_middleware(RefuseNulInUrl)
+    app.add_middleware(ReadAccess, settings=settings)
     for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts, pages):
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.core.errors import ApiError
 
@@ -35,6 +36,22 @@ def validation_response(errors: list[Any], what: str) -> JSONResponse:
         status_code=422,
         content={"detail": f"invalid {what}: {head}{more}", "errors": described},
     )
+
+
+class RefuseNulInUrl:
+    """400 for a NUL character in the path or query: no database can store or compare it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (
+            b"%00" in scope.get("query_string", b"") or "\x00" in scope.get("path", "")
+        ):
+            detail = "the URL holds a NUL character (%00), which no value can contain"
+            await JSONResponse(status_code=400, content={"detail": detail})(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -18,6 +18,11 @@ class Settings(BaseSettings):
         default=None, description="SQLAlchemy URL; default is SQLite under data_dir"
     )
     admin_token: str | None = Field(default=None, description="Bearer token for admin routes")
+    read_token: str | None = Field(
+        default=None,
+        description="when set, every GET but /healthz needs it (or the admin token) as a Bearer "
+        "token; unset, reads are public",
+    )
     webhook_secret: str | None = None
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)

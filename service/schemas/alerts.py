@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from service.schemas.metrics import SeriesPublic
+from service.schemas.text import StorableText
 
 
 class AlertEventPublic(BaseModel):
@@ -40,7 +41,7 @@ class AlertPublic(BaseModel):
     events: list[AlertEventPublic] = []
 
 
-class AlertPatch(BaseModel):
+class AlertPatch(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     state: Literal["open", "acknowledged", "fixed", "invalid"]

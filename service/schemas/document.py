@@ -34,6 +34,11 @@ KernelName = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=1000)]
 LongText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 NonNegative = Annotated[float, Field(ge=0)]
+# Counts stored in integer columns (32 bits on PostgreSQL).
+Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
+# Texts stored in columns narrower than ShortText.
+PersonText = Annotated[str, StringConstraints(max_length=300)]
+Tag = Annotated[str, StringConstraints(max_length=20)]
 ParamValue = str | int | float | bool | None | list[str | int | float | bool]
 _BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)[^\x00-\x20~^:?*\[\\\x7f]{1,255}(?<![/.])$")
 
@@ -44,7 +49,8 @@ class Strict(BaseModel):
 
 class RepositoryIn(Strict):
     name: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
-    url: ShortText | None = None
+    # May become the clone URL runners pass to `git clone`: no leading "-" (an option).
+    url: Annotated[str, StringConstraints(max_length=1000, pattern=r"^$|^[^-]")] | None = None
 
 
 class CommitIn(Strict):
@@ -55,8 +61,8 @@ class CommitIn(Strict):
         max_length=1000,
         description="first-parent ancestors, nearest first (git rev-list --first-parent)",
     )
-    author_name: ShortText = ""
-    author_email: ShortText = ""
+    author_name: PersonText = ""
+    author_email: PersonText = ""
     message: LongText = ""
     committed_at: AwareDatetime
 
@@ -91,11 +97,11 @@ class EnvironmentIn(BaseModel):
 
 class BuildKernelIn(Strict):
     kernel: KernelName
-    arch: ShortText = ""
-    registers: int = Field(ge=0)
-    shared_bytes: int = Field(ge=0)
-    spill_stores_bytes: int = Field(ge=0)
-    spill_loads_bytes: int = Field(ge=0)
+    arch: Tag = ""
+    registers: Count
+    shared_bytes: Count
+    spill_stores_bytes: Count
+    spill_loads_bytes: Count
     compile_seconds: NonNegative | None = None
 
 
@@ -110,9 +116,11 @@ class CorrectnessIn(Strict):
     passed: bool
     error_norm: NonNegative | None = Field(description="null when the output held NaN")
     tolerance: float = Field(gt=0)
-    norm: Name = "rel_l2"
-    precision: Name
-    unwritten: int = Field(default=0, ge=0)
+    norm: Annotated[str, StringConstraints(min_length=1, max_length=30, strip_whitespace=True)] = (
+        "rel_l2"
+    )
+    precision: Annotated[str, StringConstraints(min_length=1, max_length=20, strip_whitespace=True)]
+    unwritten: Count = 0
 
     @model_validator(mode="after")
     def _pass_is_consistent(self) -> CorrectnessIn:
@@ -166,7 +174,7 @@ class TimingIn(Strict):
 
 class TimelineKernelIn(Strict):
     kernel: KernelName
-    calls: int = Field(ge=1)
+    calls: Annotated[int, Field(ge=1, le=2**31 - 1)]
     total_ns: NonNegative
     share: float = Field(ge=0, le=1)
 
@@ -191,10 +199,10 @@ class NcuValueIn(Strict):
 
 class NcuFindingIn(Strict):
     rule: Name
-    type: ShortText = ""
+    type: Tag = ""
     description: LongText = ""
     estimated_speedup: NonNegative | None = None
-    speedup_type: ShortText = ""
+    speedup_type: Tag = ""
 
 
 class NcuKernelIn(Strict):
@@ -234,7 +242,7 @@ class WorkloadIn(Strict):
 class RunDocument(Strict):
     schema_version: Literal[1]
     run_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$")]
-    job_id: int | None = None
+    job_id: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
     lease_token: ShortText | None = None
     suite: Name
     status: Literal["succeeded", "failed", "build_failed"]

@@ -8,19 +8,21 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from service.models import Job, Runner
+from service.schemas.text import StorableText
 
 LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$")]
 LabelValue = Annotated[str, StringConstraints(max_length=200)]
 Labels = dict[LabelName, LabelValue]
 
 
-class JobCreate(BaseModel):
+class JobCreate(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
     sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", to_lower=True)]
     branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
-    clone_url: Annotated[str, StringConstraints(max_length=1000)] | None = None
+    # Handed to `git clone` by the runners: a leading "-" would be read as an option.
+    clone_url: Annotated[str, StringConstraints(max_length=1000, pattern=r"^$|^[^-]")] | None = None
     labels: Labels | None = Field(
         default=None, description="required runner labels; default: the repository's label sets"
     )
@@ -81,7 +83,7 @@ class ClaimedJob(BaseModel):
     attempt_token: str
 
 
-class AttemptBody(BaseModel):
+class AttemptBody(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     attempt_token: Annotated[str, StringConstraints(min_length=1, max_length=200)]
@@ -92,7 +94,7 @@ class FailureBody(AttemptBody):
     retry: bool = Field(False, description="requeue if attempts remain (e.g. an infra failure)")
 
 
-class RunnerRegister(BaseModel):
+class RunnerRegister(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     host: Annotated[str, StringConstraints(max_length=300)] = ""

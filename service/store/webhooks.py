@@ -27,7 +27,8 @@ class _Loose(BaseModel):
 
 class PushRepository(_Loose):
     full_name: str = Field(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)
-    clone_url: str | None = Field(default=None, max_length=1000)
+    # Handed to `git clone` by the runners: a leading "-" would be read as an option.
+    clone_url: str | None = Field(default=None, max_length=1000, pattern=r"^$|^[^-]")
 
 
 class PushCommit(_Loose):
@@ -37,7 +38,8 @@ class PushCommit(_Loose):
 
 
 class PushPayload(_Loose):
-    ref: str = Field(max_length=300)
+    # refs/heads/ and a branch of at most 255 characters, the width of the branch columns.
+    ref: str = Field(max_length=266)
     before: str = ""
     after: str = Field(pattern=r"^[0-9a-f]{40}$")
     deleted: bool = False

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import select
 
 from service.analysis.alerts import transition
-from service.api.deps import AdminDep, SessionDep
+from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
 from service.models import Alert, AlertEvent, Commit, Repository, Series
 from service.schemas.alerts import AlertEventPublic, AlertPatch, AlertPublic
@@ -98,7 +98,7 @@ def list_alerts(
 
 
 @router.get("/{alert_id}", response_model=AlertPublic)
-def get_alert(alert_id: int, session: SessionDep) -> AlertPublic:
+def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     """One alert with its attribution and history."""
     alert = session.get(Alert, alert_id)
     if alert is None:
@@ -108,7 +108,7 @@ def get_alert(alert_id: int, session: SessionDep) -> AlertPublic:
 
 @router.patch("/{alert_id}", response_model=AlertPublic)
 def triage_alert(
-    alert_id: int, body: AlertPatch, _admin: AdminDep, session: SessionDep
+    alert_id: RowId, body: AlertPatch, _admin: AdminDep, session: SessionDep
 ) -> AlertPublic:
     """Acknowledge, mark fixed or invalid, or reopen an alert, with a note (admin)."""
     alert = session.get(Alert, alert_id)

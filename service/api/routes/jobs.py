@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Query, Response
 from sqlalchemy import select
 
-from service.api.deps import AdminDep, RunnerDep, SessionDep, SettingsDep
+from service.api.deps import AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
 from service.core.errors import ApiError
 from service.models import Job, Repository
 from service.models.base import utcnow
@@ -79,7 +79,7 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobPublic)
-def get_job(job_id: int, session: SessionDep) -> JobPublic:
+def get_job(job_id: RowId, session: SessionDep) -> JobPublic:
     """One job."""
     job = session.get(Job, job_id)
     if job is None:
@@ -111,7 +111,7 @@ def claim_job(
 
 @router.post("/{job_id}/lease", response_model=JobPublic)
 def extend_lease(
-    job_id: int, body: AttemptBody, runner: RunnerDep, session: SessionDep, settings: SettingsDep
+    job_id: RowId, body: AttemptBody, runner: RunnerDep, session: SessionDep, settings: SettingsDep
 ) -> JobPublic:
     """Extend the lease of the caller's current attempt (runner)."""
     job = queue.current_attempt(session, job_id, body.attempt_token, runner)
@@ -123,7 +123,7 @@ def extend_lease(
 
 
 @router.post("/{job_id}/fail", response_model=JobPublic)
-def fail_job(job_id: int, body: FailureBody, runner: RunnerDep, session: SessionDep) -> JobPublic:
+def fail_job(job_id: RowId, body: FailureBody, runner: RunnerDep, session: SessionDep) -> JobPublic:
     """Report that the attempt failed, with the log tail (runner)."""
     job = queue.current_attempt(session, job_id, body.attempt_token, runner)
     queue.finish(session, job, succeeded=False, failure=body.log_tail, retry=body.retry)
@@ -134,7 +134,7 @@ def fail_job(job_id: int, body: FailureBody, runner: RunnerDep, session: Session
 
 @router.post("/{job_id}/release", response_model=JobPublic)
 def release_job(
-    job_id: int, body: AttemptBody, runner: RunnerDep, session: SessionDep
+    job_id: RowId, body: AttemptBody, runner: RunnerDep, session: SessionDep
 ) -> JobPublic:
     """Give the job back unrun, e.g. when the runner is stopping (runner)."""
     job = queue.current_attempt(session, job_id, body.attempt_token, runner)
@@ -145,7 +145,7 @@ def release_job(
 
 
 @router.post("/{job_id}/cancel", response_model=JobPublic)
-def cancel_job(job_id: int, _admin: AdminDep, session: SessionDep) -> JobPublic:
+def cancel_job(job_id: RowId, _admin: AdminDep, session: SessionDep) -> JobPublic:
     """Cancel a queued or running job (admin)."""
     job = queue.cancel(session, job_id, "cancelled by an admin")
     public = jobs_public(session, [job])[0]

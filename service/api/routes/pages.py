@@ -12,16 +12,18 @@ Pages answer errors as a readable HTML page; twins as {"detail": ...} like the r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from pydantic import Field
 
 from dashboards.figures import trend_figure
 from service.api import page_views as views
-from service.api.deps import SessionDep
+from service.api.deps import MAX_ID, SessionDep
 from service.api.render import error_page, plotly_js, render
 from service.api.trend_view import TrendQuery, trend_csv, trend_view
 from service.core.errors import ApiError
@@ -37,7 +39,9 @@ def trend_query(
     workload: list[str] = Query([], description="repeatable; default: every workload"),
     kernel: list[str] = Query([], description="repeatable; default: every kernel"),
     fingerprint: str | None = None,
-    series: list[int] = Query([], description="repeatable series ids; overrides the filters"),
+    series: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Query(
+        [], description="repeatable series ids; overrides the filters"
+    ),
     points: int = Query(200, ge=2, le=1000, description="newest commits per series"),
     log: bool = Query(False, description="logarithmic y axis"),
 ) -> TrendQuery:
@@ -99,7 +103,9 @@ def trends_json(session: SessionDep, q: TrendQueryDep) -> JSONResponse:
 def trends_csv(session: SessionDep, q: TrendQueryDep) -> Response:
     """The trends page's points as CSV, one row per series and commit."""
     view = trend_view(session, q)
-    name = f"kernelwatch-{q.repository or 'none'}-{q.branch or 'none'}-{q.metric}".replace("/", "_")
+    name = f"kernelwatch-{q.repository or 'none'}-{q.branch or 'none'}-{q.metric}"
+    # A header is latin-1 and the name is quoted: anything else in a branch or metric becomes _.
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
     return Response(
         trend_csv(view.histories),
         media_type="text/csv; charset=utf-8",

@@ -17,6 +17,7 @@ from service.integrations import github
 from service.models import Commit, Repository, Result, Run
 from service.schemas.document import RunDocument, find_non_finite
 from service.schemas.runs import RunPublic, RunStored
+from service.schemas.text import may_hold_unstorable, unstorable_text
 from service.store.ingest import DocumentConflict, SummaryMismatch, document_digest, ingest
 from service.store.runner_results import store_runner_document
 
@@ -55,6 +56,9 @@ async def post_run(
         raise ApiError(
             422, f"invalid document: {bad}: NaN and infinities are not measurements"
         ) from exc
+    unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None
+    if unstorable:
+        raise ApiError(422, f"invalid document: {unstorable} cannot be stored")
     try:
         doc = RunDocument.model_validate(raw)
     except ValidationError as exc:

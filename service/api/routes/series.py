@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from service.api.deps import SessionDep
+from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
 from service.schemas.metrics import SeriesHistory
 from service.store.series import default_branch, find_series, history
@@ -30,7 +30,9 @@ def _parse_params(text: str | None) -> dict[str, Any] | None:
 @router.get("", response_model=SeriesHistory)
 def get_series(
     session: SessionDep,
-    id: int | None = Query(None, description="series id (from a commit's metrics)"),
+    id: int | None = Query(
+        None, ge=1, le=MAX_ID, description="series id (from a commit's metrics)"
+    ),
     repository: str | None = None,
     suite: str | None = None,
     workload: str | None = None,

@@ -15,6 +15,8 @@ from service.api.body import read_body
 from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
+from service.core.tokens import same_secret
+from service.schemas.text import may_hold_unstorable, unstorable_text
 from service.store.webhooks import record, seen_delivery
 
 router = APIRouter(tags=["webhooks"])
@@ -25,8 +27,8 @@ def _verify_signature(secret: str, body: bytes, header: str | None) -> None:
         raise ApiError(401, "missing X-Hub-Signature-256: set the webhook's secret on GitHub")
     algorithm, _, signature = header.partition("=")
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    # compare_digest: constant time, so the response time says nothing about the signature.
-    if algorithm != "sha256" or not hmac.compare_digest(signature.encode(), expected.encode()):
+    # Constant time, so the response time says nothing about the signature.
+    if algorithm != "sha256" or not same_secret(signature, expected):
         raise ApiError(
             401,
             "X-Hub-Signature-256 does not match the body: "
@@ -39,7 +41,7 @@ async def github_webhook(
     request: Request,
     settings: SettingsDep,
     factory: SessionFactoryDep,
-    x_github_event: str | None = Header(None),
+    x_github_event: str | None = Header(None, max_length=50),
     x_github_delivery: str | None = Header(None, max_length=100),
     x_hub_signature_256: str | None = Header(None),
 ) -> JSONResponse:
@@ -62,6 +64,9 @@ async def github_webhook(
             payload = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"the signed body is not JSON: {exc}") from exc
+        unstorable = unstorable_text(payload) if may_hold_unstorable(body) else None
+        if unstorable:
+            raise ApiError(422, f"invalid {x_github_event} payload: {unstorable} cannot be stored")
         try:
             previous = await run_in_threadpool(
                 record, factory, settings, x_github_delivery, x_github_event, payload
