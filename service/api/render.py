@@ -29,10 +29,20 @@ def plotly_js() -> Path:
     return Path(str(resources.files("plotly") / "package_data" / "plotly.min.js"))
 
 
+def plain_figure(fig: go.Figure) -> dict[str, Any]:
+    """The figure's data and layout as plain dicts, as `to_plotly_json()` gives them.
+
+    Read from the figure's own store: `to_plotly_json()` deep-copies every value first (and
+    fig.to_json() re-validates them), which cost a trend page of 8 x 200 points tens of ms."""
+    data, layout = getattr(fig, "_data", None), getattr(fig, "_layout", None)
+    if isinstance(data, list) and isinstance(layout, dict) and not fig.frames:
+        return {"data": data, "layout": layout}
+    return fig.to_plotly_json()
+
+
 def figure_json(fig: go.Figure) -> Markup:
     """The figure as JSON that is safe inside <script type="application/json">."""
-    # json.dumps of the plain structure: fig.to_json() re-validates every value first.
-    text = json.dumps(fig.to_plotly_json(), cls=PlotlyJSONEncoder, separators=(",", ":"))
+    text = json.dumps(plain_figure(fig), cls=PlotlyJSONEncoder, separators=(",", ":"))
     return Markup(text.replace("</", "<\\/"))
 
 
