@@ -1,4 +1,4 @@
-"""Small runs of benchmarks/chaos.py: kill -9 of the agent and the service, and the load.
+"""Small runs of benchmarks/chaos/: kill -9 of the agent and the service, and the load.
 
 The benchmark itself does 20 kills of each and 500 jobs; here 3 kills of each on both databases
 and 40 jobs on PostgreSQL, the whole path with real processes. Every row of its tables must
@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from benchmarks.chaos import main
+from benchmarks.chaos.__main__ import main
 from tests.conftest import POSTGRES_ENV
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
