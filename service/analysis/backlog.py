@@ -29,7 +29,7 @@ from service.analysis.alerts import update_alerts
 from service.analysis.changepoints import Segmented, update_change_points
 from service.analysis.evaluate import evaluate_run
 from service.core.db import one_writer
-from service.models import Result, Run
+from service.models import Result, Run, Series
 from service.models.base import utcnow
 
 BATCH = 500
@@ -43,17 +43,18 @@ class Worked:
 
 
 def series_pending(session: Session, series_id: int, branch: str | None = None) -> bool:
-    """Whether a stored run of this series (on this branch) still waits for change points."""
-    # From the backlog (a handful of runs, a partial index) to their results, never the
-    # other way round through the series' whole history.
+    """Whether a stored run of the series' repository (on this branch) still waits for change
+    points: a run that did not measure the series counts too. Cheap whatever the history
+    holds: the backlog's few rows come from their partial index, then by primary key."""
     waiting = list(
         session.scalars(select(Run.id).where(Run.change_points_at.is_(None)).limit(BATCH))
     )
     if not waiting:
         return False
-    query = exists().where(Result.run_id.in_(waiting), Result.series_id == series_id)
+    repository = select(Series.repository_id).where(Series.id == series_id).scalar_subquery()
+    query = exists().where(Run.id.in_(waiting), Run.repository_id == repository)
     if branch is not None:
-        query = query.where(Result.branch == branch)
+        query = query.where(Run.branch == branch)
     return bool(session.scalar(select(query)))
 
 

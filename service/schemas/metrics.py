@@ -208,6 +208,6 @@ class SeriesHistory(BaseModel):
     points: list[SeriesPoint]
     # Shifts in the series' level within the points shown, oldest first.
     change_points: list[ChangePointPublic] = []
-    # True while a stored run of the series awaits re-segmentation (a second or so after a
-    # store): change_points may then lag the newest points.
+    # True while a stored run on the series' repository and branch awaits re-segmentation (a
+    # second or so after a store): change_points may then lag the newest points.
     change_points_pending: bool = False
