@@ -42,13 +42,17 @@ class Worked:
     segmented: int  # runs taken off the change-point backlog
 
 
+def waiting_runs(session: Session, column: ColumnElement) -> list[int]:
+    """Up to BATCH runs still waiting for the step `column` records, oldest first."""
+    query = select(Run.id).where(column.is_(None)).order_by(Run.id).limit(BATCH)
+    return list(session.scalars(query))
+
+
 def series_pending(session: Session, series_id: int, branch: str | None = None) -> bool:
     """Whether a stored run of the series' repository (on this branch) still waits for change
     points: a run that did not measure the series counts too. Cheap whatever the history
     holds: the backlog's few rows come from their partial index, then by primary key."""
-    waiting = list(
-        session.scalars(select(Run.id).where(Run.change_points_at.is_(None)).limit(BATCH))
-    )
+    waiting = waiting_runs(session, Run.change_points_at)
     if not waiting:
         return False
     repository = select(Series.repository_id).where(Series.id == series_id).scalar_subquery()
@@ -91,11 +95,7 @@ def process_pending(
 ) -> Worked:
     """Work off what the backlog holds: verdicts first (in store order), then change points."""
     with factory() as session:
-        to_analyse = list(
-            session.scalars(
-                select(Run.id).where(Run.analysed_at.is_(None)).order_by(Run.id).limit(BATCH)
-            )
-        )
+        to_analyse = waiting_runs(session, Run.analysed_at)
     analysed = []
     for run_id in to_analyse:
         run_uuid = analyse_run(factory, run_id)
@@ -109,9 +109,7 @@ def process_pending(
 def segment_pending(factory: sessionmaker[Session]) -> int:
     """Re-segment the change-point backlog; the number of runs taken off it."""
     with factory() as session:
-        ids = list(
-            session.scalars(select(Run.id).where(Run.change_points_at.is_(None)).limit(BATCH))
-        )
+        ids = waiting_runs(session, Run.change_points_at)
         if not ids:
             return 0
         runs = session.execute(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
 
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -38,8 +38,8 @@ def _reap_once(factory: sessionmaker[Session]) -> None:
 class AnalysisWorker:
     """Works off the analysis backlog once stores have been quiet for `delay` seconds.
 
-    A run stored by this process wakes it; `poll` covers runs that other processes stored and
-    backlogs left by a restart."""
+    A run stored by this process wakes it at once; `poll` covers runs that other processes
+    stored and backlogs left by a restart."""
 
     def __init__(self, factory: sessionmaker[Session], settings: Settings) -> None:
         self.factory, self.settings = factory, settings
@@ -51,11 +51,8 @@ class AnalysisWorker:
 
     async def forever(self) -> None:
         while True:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stored.wait(), timeout=self.poll)
-                await self._quiet()
-            except TimeoutError:
-                pass
             self._stored.clear()
             try:
                 if await self._backlog_quiet():
@@ -73,8 +70,8 @@ class AnalysisWorker:
     async def _backlog_quiet(self) -> bool:
         """Wait until no process stored a run for `delay` seconds; False when nothing waits.
 
-        Other service processes store runs this one hears nothing of: their bursts are judged
-        by the backlog's own times, so that no process analyses in the middle of one."""
+        Judged by the backlog's own times, so that the runs other service processes store,
+        which this one hears nothing of, count as well: no process analyses mid-burst."""
         while True:
             newest, oldest = await run_in_threadpool(backlog_ages, self.factory)
             if newest is None or oldest is None:
@@ -84,13 +81,3 @@ class AnalysisWorker:
             if quiet >= self.delay or (now - oldest).total_seconds() >= MAX_DEFER_SECONDS:
                 return True
             await asyncio.sleep(self.delay - quiet)
-
-    async def _quiet(self) -> None:
-        """Return once no run was stored for `delay` seconds (or MAX_DEFER_SECONDS passed)."""
-        start = time.monotonic()
-        while self.delay > 0 and time.monotonic() - start < MAX_DEFER_SECONDS:
-            self._stored.clear()
-            try:
-                await asyncio.wait_for(self._stored.wait(), timeout=self.delay)
-            except TimeoutError:
-                return

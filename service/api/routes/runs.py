@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -65,7 +67,7 @@ async def post_run(
         return validation_response(list(exc.errors()), "document")
     try:
         if caller.admin:
-            outcome = await run_in_threadpool(ingest, factory, doc, raw, None, digest)
+            outcome = await run_in_threadpool(partial(ingest, factory, doc, raw, digest=digest))
         else:
             assert caller.runner_id is not None
             outcome = await run_in_threadpool(
