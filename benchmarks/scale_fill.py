@@ -229,20 +229,21 @@ def fill(
         x[rng.random(x.shape) < 0.01] *= 1.05
         x = np.maximum(x, lv * 0.5)
         q1, med, q3 = np.percentile(x, [25, 50, 75], axis=1)
-        m = len(NCU_METRICS)
         ncu = [med * 1000, rng.uniform(20, 95, n), np.tile(base * 2e6, k), np.full(n, 96.0)]
-        w.write("ncu_metrics", n * m, {
-            "id": range(c0 * series * m + 1, c1 * series * m + 1),
-            "run_workload_id": np.repeat(ids, m).tolist(),
-            "kernel": np.repeat([s.kernel for s in of], m).tolist(),
-            "name": [name for name, _ in NCU_METRICS] * n,
-            "value": np.stack(ncu, axis=1).reshape(-1).tolist(),
-            "unit": [unit for _, unit in NCU_METRICS] * n,
-        })  # fmt: skip
-        w.write("ncu_findings", n, {
+        values = np.stack(ncu, axis=1).tolist()
+        speedups = rng.uniform(0.5, 8, n).tolist()
+        w.write("ncu_kernels", n, {
             "id": ids, "run_workload_id": ids, "kernel": [s.kernel for s in of],
-            "rule": "AchievedOccupancy", "type": "OPT", "description": FINDING,
-            "estimated_speedup": rng.uniform(0.5, 8, n).tolist(), "speedup_type": "local",
+            "metrics": [
+                json.dumps({name: {"value": v, "unit": unit}
+                            for (name, unit), v in zip(NCU_METRICS, row, strict=True)})
+                for row in values
+            ],
+            "findings": [
+                json.dumps([{"rule": "AchievedOccupancy", "type": "OPT", "description": FINDING,
+                             "estimated_speedup": sp, "speedup_type": "local"}])
+                for sp in speedups
+            ],
         })  # fmt: skip
         w.write("results", n, {
             "id": ids, "run_id": run_ids, "run_workload_id": ids,

@@ -310,6 +310,7 @@ def measure(
         samples=args.samples, seed=args.seed,
     )  # fmt: skip
     with serve(url, workdir) as base, httpx.Client(base_url=base, timeout=120) as client:
+        settle(kind, url)
         one = client.get(commit_paths[-1]).json()
         assert len(one["workloads"]) == args.series, "commit metrics answered the wrong workloads"
         points = len(client.get(series_paths[-1]).json()["points"])
@@ -331,6 +332,28 @@ def measure(
         kind, commits * args.series, rows, fill_s, commit_ms, series_ms, seq, conc, seq_done,
         conc_done, pages,
     )  # fmt: skip
+
+
+def settle(kind: str, url: str, limit_s: float = 900) -> None:
+    """Wait until the server has analysed every stored run: a backlog left by an earlier,
+    interrupted measurement would otherwise be worked off during this one's timings."""
+    engine = create_db_engine(Settings(database_url=url).effective_database_url)
+    query = text("SELECT count(*) FROM runs WHERE analysed_at IS NULL OR change_points_at IS NULL")
+    started = time.perf_counter()
+    try:
+        with engine.connect() as conn:
+            waiting = first = conn.execute(query).scalar_one()
+            while waiting:
+                if time.perf_counter() - started > limit_s:
+                    raise RuntimeError(f"{waiting} stored runs still unanalysed after {limit_s} s")
+                time.sleep(0.5)
+                conn.rollback()
+                waiting = conn.execute(query).scalar_one()
+    finally:
+        engine.dispose()
+    if first:
+        print(f"[{kind}] the server analysed {first} runs left from an earlier run first "
+              f"({time.perf_counter() - started:.1f} s)", flush=True)  # fmt: skip
 
 
 def _ms(v: tuple[float, ...]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.models import BuildResource, NcuFinding, NcuMetric, Run, RunWorkload, Series
+from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series
 
 # Short names for the runner's fixed ncu metric set, as a person reads them in a summary.
 METRIC_LABELS = {
@@ -51,22 +51,22 @@ def _workload(session: Session, run_id: int, series: Series) -> RunWorkload | No
     ).first()
 
 
-def _metrics(session: Session, rw: RunWorkload | None) -> dict[str, tuple[float, str]]:
+def _captures(session: Session, rw: RunWorkload | None) -> list[NcuKernel]:
     if rw is None:
-        return {}
-    return {
-        m.name: (m.value, m.unit)
-        for m in session.scalars(select(NcuMetric).where(NcuMetric.run_workload_id == rw.id))
-    }
+        return []
+    return list(
+        session.scalars(
+            select(NcuKernel).where(NcuKernel.run_workload_id == rw.id).order_by(NcuKernel.id)
+        )
+    )
 
 
-def _findings(session: Session, rw: RunWorkload | None) -> dict[str, float | None]:
-    if rw is None:
-        return {}
-    return {
-        f.rule: f.estimated_speedup
-        for f in session.scalars(select(NcuFinding).where(NcuFinding.run_workload_id == rw.id))
-    }
+def _metrics(captures: list[NcuKernel]) -> dict[str, tuple[float, str]]:
+    return {name: (v["value"], v["unit"]) for c in captures for name, v in c.metrics.items()}
+
+
+def _findings(captures: list[NcuKernel]) -> dict[str, float | None]:
+    return {f["rule"]: f["estimated_speedup"] for c in captures for f in c.findings}
 
 
 def _resources(session: Session, run_id: int, kernels: list[str]) -> dict[str, dict[str, int]]:
@@ -86,7 +86,8 @@ def attribute(
     """The alert's attribution and its one-line summary."""
     head_rw = _workload(session, head_run.id, series)
     base_rw = _workload(session, base_run.id, series) if base_run else None
-    head_m, base_m = _metrics(session, head_rw), _metrics(session, base_rw)
+    head_c, base_c = _captures(session, head_rw), _captures(session, base_rw)
+    head_m, base_m = _metrics(head_c), _metrics(base_c)
     metrics = []
     for name in sorted(set(head_m) & set(base_m)):
         (after, unit), (before, _) = head_m[name], base_m[name]
@@ -112,7 +113,7 @@ def attribute(
         for r in RESOURCES
         if head_r[k][r] != base_r[k][r]
     ]
-    head_f, base_f = _findings(session, head_rw), _findings(session, base_rw)
+    head_f, base_f = _findings(head_c), _findings(base_c)
     appeared = [
         {"rule": r, "estimated_speedup": head_f[r]} for r in sorted(set(head_f) - set(base_f))
     ]

@@ -10,6 +10,7 @@ from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
 
 from service.core.errors import ApiError
 from service.core.settings import Settings
@@ -17,11 +18,13 @@ from service.core.tokens import same_secret, token_hash
 from service.models import Runner
 
 
-def get_settings(request: Request) -> Settings:
+# Plain lookups are async: FastAPI runs a sync dependency in the thread pool, a hop that costs
+# more than the lookup.
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_session_factory(request: Request) -> sessionmaker[Session]:
+async def get_session_factory(request: Request) -> sessionmaker[Session]:
     return request.app.state.session_factory
 
 
@@ -93,16 +96,22 @@ def require_runner(session: SessionDep, credentials: CredentialsDep) -> Runner:
     return runner
 
 
-def require_admin_or_runner(
-    settings: SettingsDep, session: SessionDep, credentials: CredentialsDep
+async def require_admin_or_runner(
+    settings: SettingsDep, factory: SessionFactoryDep, credentials: CredentialsDep
 ) -> Caller:
     token = _bearer_token(credentials)
     if _is_admin(settings, token):
         return Caller(admin=True)
-    runner = _runner_for(session, token)
-    if runner is None:
+    runner_id = await run_in_threadpool(_runner_id_for, factory, token)
+    if runner_id is None:
         raise ApiError(401, "the bearer token is neither the admin token nor a runner token")
-    return Caller(admin=False, runner_id=runner.id)
+    return Caller(admin=False, runner_id=runner_id)
+
+
+def _runner_id_for(factory: sessionmaker[Session], token: str) -> int | None:
+    with factory() as session:
+        runner = _runner_for(session, token)
+        return runner.id if runner is not None else None
 
 
 AdminDep = Annotated[Caller, Depends(require_admin)]

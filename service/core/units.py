@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 # Seconds per unit, for converting timings to the microseconds every duration series uses.
 TIME_UNITS: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
@@ -52,6 +54,7 @@ _BASE_UNITS = frozenset(
 )
 
 
+@lru_cache(maxsize=1024)  # a document checks a dozen distinct units hundreds of times
 def is_known_unit(unit: str) -> bool:
     parts = unit.split("/")
     return (

@@ -3,7 +3,7 @@
 from service.models.alert import Alert, AlertEvent, ChangePoint
 from service.models.base import Base
 from service.models.job import Job, WebhookDelivery
-from service.models.profile import NcuFinding, NcuMetric, TimelineEntry
+from service.models.profile import NcuKernel, TimelineEntry
 from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
@@ -19,8 +19,7 @@ __all__ = [
     "Commit",
     "CorrectnessOutcome",
     "Job",
-    "NcuFinding",
-    "NcuMetric",
+    "NcuKernel",
     "Repository",
     "Result",
     "Run",

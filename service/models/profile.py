@@ -1,37 +1,33 @@
-"""Per-kernel profiling data of a run's workload: ncu metrics, ncu findings, timeline."""
+"""Per-kernel profiling data of a run's workload: ncu captures and the kernel timeline."""
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text
+from typing import Any
+
+from sqlalchemy import Float, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base
 
 
-class NcuMetric(Base):
-    __tablename__ = "ncu_metrics"
-    __table_args__ = (Index("ix_ncu_metrics_run_workload_id", "run_workload_id"),)
+class NcuKernel(Base):
+    """One kernel's ncu capture in a run's workload: its metrics and ncu's rule findings.
+
+    A row per kernel, not per metric: a capture brings a dozen metrics and a few findings that
+    are always written and read together (a commit's page, an alert's attribution), never
+    queried one by one; one row costs a document's ingest 30 rows where it cost 540, and a
+    commit's read 200 where it cost 3,600."""
+
+    __tablename__ = "ncu_kernels"
+    __table_args__ = (Index("ix_ncu_kernels_run_workload_id", "run_workload_id"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
     kernel: Mapped[str] = mapped_column(String(1000))
-    name: Mapped[str] = mapped_column(String(300))
-    value: Mapped[float] = mapped_column(Float)
-    unit: Mapped[str] = mapped_column(String(50))
-
-
-class NcuFinding(Base):
-    __tablename__ = "ncu_findings"
-    __table_args__ = (Index("ix_ncu_findings_run_workload_id", "run_workload_id"),)
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
-    kernel: Mapped[str] = mapped_column(String(1000))
-    rule: Mapped[str] = mapped_column(String(200))
-    type: Mapped[str] = mapped_column(String(20))
-    description: Mapped[str] = mapped_column(Text, default="")
-    estimated_speedup: Mapped[float | None] = mapped_column(Float)
-    speedup_type: Mapped[str] = mapped_column(String(20), default="")
+    # name -> {"value": float, "unit": str}
+    metrics: Mapped[dict[str, Any]]
+    # [{"rule", "type", "description", "estimated_speedup", "speedup_type"}], in ncu's order
+    findings: Mapped[list[Any]]
 
 
 class TimelineEntry(Base):

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
+from typing_extensions import TypedDict
 
 
 class CommitPublic(BaseModel):
@@ -99,12 +100,14 @@ class MetricPublic(BaseModel):
     change_point: ChangePointPublic | None = None
 
 
-class NcuValue(BaseModel):
+# Typed dicts, not models: a commit's answer holds thousands of ncu values, which are stored as
+# JSON and pass through as dicts; as models each would be an object built and then dumped.
+class NcuValue(TypedDict):
     value: float
     unit: str
 
 
-class NcuFindingPublic(BaseModel):
+class NcuFindingPublic(TypedDict):
     rule: str
     type: str
     description: str

@@ -17,8 +17,7 @@ from service.models import (
     ChangePoint,
     Commit,
     CorrectnessOutcome,
-    NcuFinding,
-    NcuMetric,
+    NcuKernel,
     Result,
     Run,
     RunWorkload,
@@ -27,7 +26,7 @@ from service.models import (
     Verdict,
 )
 from service.schemas import metrics as m
-from service.store.commits import commit_public, statistics
+from service.store.commits import commit_public, statistics_data
 
 
 def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Run]:
@@ -145,6 +144,18 @@ _VERDICT = [
 def commit_metrics(
     session: Session, commit: Commit, repository: str, branch: str | None
 ) -> m.CommitMetrics:
+    """The answer as a model, for the pages that read it."""
+    return m.CommitMetrics.model_validate(commit_metrics_data(session, commit, repository, branch))
+
+
+def commit_metrics_data(
+    session: Session, commit: Commit, repository: str, branch: str | None
+) -> dict[str, Any]:
+    """The answer of GET /api/v1/commits/{sha}/metrics as plain data (m.CommitMetrics' shape).
+
+    Plain dicts: a 200-workload commit's answer has some 1,500 objects, and building each as a
+    model cost more than the queries; the route writes the dicts out with orjson, and the tests
+    hold its output to the model."""
     runs = latest_runs(session, commit, branch)
     branch = runs[0].branch if runs else branch
     run_by_id = {r.id: r for r in runs}
@@ -162,37 +173,40 @@ def commit_metrics(
     verdicts = session.execute(select(*_VERDICT).where(Verdict.run_id.in_(run_by_id))).all()
     by_result = {v.result_id: v for v in verdicts if v.result_id is not None}
     shifts = _change_points(session, commit, branch, {r.series_id for r in result_rows})
-    metrics_by_wl: dict[int, list[tuple[str, m.MetricPublic]]] = defaultdict(list)
-    for result in result_rows:
-        base = baselines.get(result.id)
-        verdict = by_result.get(result.id)
-        metrics_by_wl[result.run_workload_id].append(
-            (
-                result.kernel,
-                m.MetricPublic(
-                    series_id=result.series_id,
-                    metric=result.metric,
-                    unit=result.unit,
-                    method=result.method,
-                    sm_clock_mhz=result.sm_clock_mhz,
-                    statistics=statistics(result),
-                    baseline=m.Baseline(
-                        commit=base.sha,
-                        run_id=base.run_uuid,
-                        median=base.median,
-                        committed_at=base.committed_at,
-                    )
-                    if base
-                    else None,
-                    change=(result.median - base.median) / base.median if base else None,
-                    verdict=verdict.verdict if verdict else None,
-                    analysis=_analysis(verdict) if verdict else None,
-                    change_point=shifts.get(result.series_id),
-                ),
-            )
-        )
+    metrics_by_wl: dict[int, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    for r in result_rows:
+        base = baselines.get(r.id)
+        verdict = by_result.get(r.id)
+        metric = {
+            "series_id": r.series_id,
+            "metric": r.metric,
+            "unit": r.unit,
+            "method": r.method,
+            "sm_clock_mhz": r.sm_clock_mhz,
+            "statistics": statistics_data(r),
+            "baseline": {
+                "commit": base.sha,
+                "run_id": base.run_uuid,
+                "median": base.median,
+                "committed_at": base.committed_at,
+            }
+            if base
+            else None,
+            "change": (r.median - base.median) / base.median if base else None,
+            "verdict": verdict.verdict if verdict else None,
+            "analysis": _analysis(verdict) if verdict else None,
+            "change_point": shifts.get(r.series_id),
+        }
+        metrics_by_wl[r.run_workload_id].append((r.kernel, metric))
     correctness = {
-        c.run_workload_id: c
+        c.run_workload_id: {
+            "passed": c.passed,
+            "error_norm": c.error_norm,
+            "tolerance": c.tolerance,
+            "norm": c.norm,
+            "precision": c.precision,
+            "unwritten": c.unwritten,
+        }
         for c in session.execute(
             select(
                 CorrectnessOutcome.run_workload_id,
@@ -205,42 +219,15 @@ def commit_metrics(
             ).where(CorrectnessOutcome.run_workload_id.in_(wl_query))
         )
     }
-    ncu: dict[int, dict[str, dict[str, m.NcuValue]]] = defaultdict(lambda: defaultdict(dict))
-    # Plain columns: hundreds of rows per commit, ORM objects would cost more than the query.
-    for wl_id, kernel, name, value, unit in session.execute(
+    # A kernel's capture is one row, its metrics and findings already in the answer's shape.
+    ncu: dict[int, dict[str, tuple[dict[str, Any], list[Any]]]] = defaultdict(dict)
+    for wl_id, kernel, ncu_metrics, ncu_findings in session.execute(
         select(
-            NcuMetric.run_workload_id,
-            NcuMetric.kernel,
-            NcuMetric.name,
-            NcuMetric.value,
-            NcuMetric.unit,
-        ).where(NcuMetric.run_workload_id.in_(wl_query))
+            NcuKernel.run_workload_id, NcuKernel.kernel, NcuKernel.metrics, NcuKernel.findings
+        ).where(NcuKernel.run_workload_id.in_(wl_query))
     ):
-        ncu[wl_id][kernel][name] = m.NcuValue(value=value, unit=unit)
-    findings: dict[int, dict[str, list[m.NcuFindingPublic]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for f in session.execute(
-        select(
-            NcuFinding.run_workload_id,
-            NcuFinding.kernel,
-            NcuFinding.rule,
-            NcuFinding.type,
-            NcuFinding.description,
-            NcuFinding.estimated_speedup,
-            NcuFinding.speedup_type,
-        ).where(NcuFinding.run_workload_id.in_(wl_query))
-    ):
-        findings[f.run_workload_id][f.kernel].append(
-            m.NcuFindingPublic(
-                rule=f.rule,
-                type=f.type,
-                description=f.description,
-                estimated_speedup=f.estimated_speedup,
-                speedup_type=f.speedup_type,
-            )
-        )
-    timeline: dict[int, list[m.TimelineKernel]] = defaultdict(list)
+        ncu[wl_id][kernel] = (ncu_metrics, ncu_findings)
+    timeline: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for t in session.execute(
         select(
             TimelineEntry.run_workload_id,
@@ -253,17 +240,17 @@ def commit_metrics(
         .order_by(TimelineEntry.total_ns.desc())
     ):
         timeline[t.run_workload_id].append(
-            m.TimelineKernel(kernel=t.kernel, calls=t.calls, total_ns=t.total_ns, share=t.share)
+            {"kernel": t.kernel, "calls": t.calls, "total_ns": t.total_ns, "share": t.share}
         )
-    builds: dict[tuple[int, str], m.BuildPublic] = {
-        (b.run_id, b.kernel): m.BuildPublic(
-            registers=b.registers,
-            shared_bytes=b.shared_bytes,
-            spill_stores_bytes=b.spill_stores_bytes,
-            spill_loads_bytes=b.spill_loads_bytes,
-            compile_seconds=b.compile_seconds,
-            arch=b.arch,
-        )
+    builds: dict[tuple[int, str], dict[str, Any]] = {
+        (b.run_id, b.kernel): {
+            "registers": b.registers,
+            "shared_bytes": b.shared_bytes,
+            "spill_stores_bytes": b.spill_stores_bytes,
+            "spill_loads_bytes": b.spill_loads_bytes,
+            "compile_seconds": b.compile_seconds,
+            "arch": b.arch,
+        }
         for b in session.execute(
             select(
                 BuildResource.run_id,
@@ -277,83 +264,85 @@ def commit_metrics(
             ).where(BuildResource.run_id.in_(run_by_id))
         )
     }
-    out = []
-    for w in workloads:
-        out.append(
-            _workload_public(
+    return {
+        "commit": commit_public(commit, repository).model_dump(),
+        "branch": branch,
+        "runs": [
+            {
+                "run_id": r.run_uuid,
+                "suite": r.suite,
+                "branch": r.branch,
+                "status": r.status,
+                "build_status": r.build_status,
+                "fingerprint": r.fingerprint,
+                "gpu_name": r.gpu_name,
+                "finished_at": r.finished_at,
+            }
+            for r in runs
+        ],
+        "workloads": [
+            _workload(
                 w,
                 run_by_id[w.run_id],
                 metrics_by_wl[w.id],
                 ncu[w.id],
-                findings[w.id],
                 builds,
                 correctness.get(w.id),
                 timeline.get(w.id),
             )
-        )
-    return m.CommitMetrics(
-        commit=commit_public(commit, repository),
-        branch=branch,
-        runs=[
-            m.RunBrief(
-                run_id=r.run_uuid,
-                suite=r.suite,
-                branch=r.branch,
-                status=r.status,
-                build_status=r.build_status,
-                fingerprint=r.fingerprint,
-                gpu_name=r.gpu_name,
-                finished_at=r.finished_at,
-            )
-            for r in runs
+            for w in workloads
         ],
-        workloads=out,
-        absent=_absent(session, [v for v in verdicts if v.result_id is None]),
-        verdict_counts=dict(Counter(v.verdict for v in verdicts)),
-        analysis_pending=runs_pending(session, list(run_by_id), Run.analysed_at),
-        change_points_pending=runs_pending(session, list(run_by_id), Run.change_points_at),
-    )
+        "absent": _absent(session, [v for v in verdicts if v.result_id is None]),
+        "verdict_counts": dict(Counter(v.verdict for v in verdicts)),
+        "analysis_pending": runs_pending(session, list(run_by_id), Run.analysed_at),
+        "change_points_pending": runs_pending(session, list(run_by_id), Run.change_points_at),
+    }
 
 
 def _change_points(
     session: Session, commit: Commit, branch: str | None, series_ids: set[int]
-) -> dict[int, m.ChangePointPublic]:
+) -> dict[int, dict[str, Any]]:
     """Per series, the change point on the branch whose first commit is this one."""
     if branch is None or not series_ids:
         return {}
-    rows = session.scalars(
-        select(ChangePoint).where(
+    rows = session.execute(
+        select(
+            ChangePoint.series_id,
+            ChangePoint.before_median,
+            ChangePoint.after_median,
+            ChangePoint.change,
+        ).where(
             ChangePoint.commit_id == commit.id,
             ChangePoint.branch == branch,
             among(session, ChangePoint.series_id, series_ids),
         )
     )
     return {
-        cp.series_id: m.ChangePointPublic(
-            commit=commit.sha,
-            committed_at=commit.committed_at,
-            before_median=cp.before_median,
-            after_median=cp.after_median,
-            change=cp.change,
-        )
+        cp.series_id: {
+            "commit": commit.sha,
+            "committed_at": commit.committed_at,
+            "before_median": cp.before_median,
+            "after_median": cp.after_median,
+            "change": cp.change,
+        }
         for cp in rows
     }
 
 
-def _analysis(v: Row[Any]) -> m.Analysis:
-    return m.Analysis(
-        verdict=v.verdict,
-        change=v.change,
-        p_value=v.p_value,
-        q_value=v.q_value,
-        floor=v.floor,
-        baseline_median=v.baseline_median,
-        baseline_results=v.baseline_results,
-        note=v.note,
-    )
+def _analysis(v: Row[Any]) -> dict[str, Any]:
+    return {
+        "verdict": v.verdict,
+        "change": v.change,
+        "p_value": v.p_value,
+        "q_value": v.q_value,
+        "floor": v.floor,
+        "baseline_median": v.baseline_median,
+        "baseline_results": v.baseline_results,
+        "note": v.note,
+    }
 
 
-def _absent(session: Session, verdicts: list[Row[Any]]) -> list[m.AbsentSeries]:
+def _absent(session: Session, verdicts: list[Row[Any]]) -> list[dict[str, Any]]:
     if not verdicts:
         return []
     series = {
@@ -363,69 +352,57 @@ def _absent(session: Session, verdicts: list[Row[Any]]) -> list[m.AbsentSeries]:
         )
     }
     return [
-        m.AbsentSeries(
-            series_id=v.series_id,
-            workload=series[v.series_id].workload,
-            params=series[v.series_id].params,
-            kernel=series[v.series_id].kernel,
-            metric=series[v.series_id].metric,
-            verdict=v.verdict,
-            note=v.note,
-        )
+        {
+            "series_id": v.series_id,
+            "workload": series[v.series_id].workload,
+            "params": series[v.series_id].params,
+            "kernel": series[v.series_id].kernel,
+            "metric": series[v.series_id].metric,
+            "verdict": v.verdict,
+            "note": v.note,
+        }
         for v in verdicts
     ]
 
 
-def _workload_public(
+def _workload(
     w: Row[Any],
     run: Run,
-    metrics: list[tuple[str, m.MetricPublic]],
-    ncu: dict[str, dict[str, m.NcuValue]],
-    findings: dict[str, list[m.NcuFindingPublic]],
-    builds: dict[tuple[int, str], m.BuildPublic],
-    correctness: Row[Any] | None,
-    timeline: list[m.TimelineKernel] | None,
-) -> m.WorkloadPublic:
-    names: list[str] = []
-    for name in [*(k for k, _ in metrics), *w.kernels, *ncu, *findings]:
-        if name not in names:
-            names.append(name)
+    metrics: list[tuple[str, dict[str, Any]]],
+    ncu: dict[str, tuple[dict[str, Any], list[Any]]],
+    builds: dict[tuple[int, str], dict[str, Any]],
+    correctness: dict[str, Any] | None,
+    timeline: list[dict[str, Any]] | None,
+) -> dict[str, Any]:
+    names = list(dict.fromkeys([*(k for k, _ in metrics), *w.kernels, *ncu]))
     kernels = [
-        m.KernelPublic(
-            kernel=name,
-            metrics=[mp for k, mp in metrics if k == name],
-            ncu_metrics=dict(ncu.get(name, {})),
-            ncu_findings=list(findings.get(name, [])),
-            build=builds.get((run.id, name)),
-        )
+        {
+            "kernel": name,
+            "metrics": [mp for k, mp in metrics if k == name],
+            "ncu_metrics": ncu[name][0] if name in ncu else {},
+            "ncu_findings": ncu[name][1] if name in ncu else [],
+            "build": builds.get((run.id, name)),
+        }
         for name in names
     ]
-    corr: Any = None
-    if correctness is not None:
-        corr = m.CorrectnessPublic(
-            passed=correctness.passed,
-            error_norm=correctness.error_norm,
-            tolerance=correctness.tolerance,
-            norm=correctness.norm,
-            precision=correctness.precision,
-            unwritten=correctness.unwritten,
-        )
-    return m.WorkloadPublic(
-        workload=w.name,
-        params=w.params,
-        run_id=run.run_uuid,
-        fingerprint=run.fingerprint,
-        status=w.status,
-        error=w.error,
-        flops=w.flops,
-        bytes=w.bytes_moved,
-        correctness=corr,
-        timeline=m.TimelinePublic(
-            source=w.timeline_source, note=w.timeline_note, kernels=timeline or []
-        )
+    return {
+        "workload": w.name,
+        "params": w.params,
+        "run_id": run.run_uuid,
+        "fingerprint": run.fingerprint,
+        "status": w.status,
+        "error": w.error,
+        "flops": w.flops,
+        "bytes": w.bytes_moved,
+        "correctness": correctness,
+        "timeline": {
+            "source": w.timeline_source,
+            "note": w.timeline_note,
+            "kernels": timeline or [],
+        }
         if w.timeline_source
         else None,
-        ncu_status=w.ncu_status,
-        ncu_note=w.ncu_note,
-        kernels=kernels,
-    )
+        "ncu_status": w.ncu_status,
+        "ncu_note": w.ncu_note,
+        "kernels": kernels,
+    }

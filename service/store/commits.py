@@ -63,14 +63,19 @@ def commit_public(commit: Commit, repository: str) -> m.CommitPublic:
 
 def statistics(r: Result | Row[Any]) -> m.Statistics:
     """From a result, or from a row of its statistic columns under the same names."""
-    return m.Statistics(
-        n=r.n,
-        median=r.median,
-        q1=r.q1,
-        q3=r.q3,
-        min=r.min,
-        max=r.max,
-        mean=r.mean,
-        stdev=r.stdev,
-        rel_iqr=(r.q3 - r.q1) / r.median if r.median else 0.0,
-    )
+    return m.Statistics(**statistics_data(r))
+
+
+def statistics_data(r: Result | Row[Any]) -> dict[str, Any]:
+    """m.Statistics' fields as a dict."""
+    return {
+        "n": r.n,
+        "median": r.median,
+        "q1": r.q1,
+        "q3": r.q3,
+        "min": r.min,
+        "max": r.max,
+        "mean": r.mean,
+        "stdev": r.stdev,
+        "rel_iqr": (r.q3 - r.q1) / r.median if r.median else 0.0,
+    }

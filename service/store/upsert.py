@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from sqlalchemy import select
+from sqlalchemy import Row, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -27,3 +27,29 @@ def get_or_create(session: Session, model: type[M], key: dict[str, Any], **value
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     session.execute(insert(model).values(**key, **values).on_conflict_do_nothing())
     return session.scalars(select(model).filter_by(**key)).one()
+
+
+def find_or_insert(
+    session: Session,
+    model: type[Base],
+    key: dict[str, Any],
+    columns: list[Any],
+    *,
+    insert_first: bool = False,
+    **values: Any,
+) -> Row[Any]:
+    """`columns` of the row of `model` with the unique `key`, inserted with `values` if absent:
+    get_or_create without ORM objects, for the ingest's hot path.
+
+    `insert_first` tries the INSERT ... RETURNING first: one round trip when the row is usually
+    new (two when it was not), where looking first costs three for a new row."""
+    query = select(*columns).filter_by(**key)
+    if not insert_first:
+        found = session.execute(query).one_or_none()
+        if found is not None:
+            return found
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = insert(model).values(**key, **values).on_conflict_do_nothing()
+    inserted = session.execute(statement.returning(*columns)).one_or_none()
+    return inserted if inserted is not None else session.execute(query).one()

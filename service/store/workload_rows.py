@@ -1,30 +1,28 @@
-"""A document's workloads as rows: a handful of multi-row INSERTs per document, not per workload.
+"""A document's workloads as rows: one bulk write per table per document, not per workload.
 
-Ingest throughput is bounded by statement round trips; every table gets one executemany (or one
-INSERT ... RETURNING for the ids the other rows point at).
+Ingest throughput is bounded by statement round trips and per-row overhead: every table gets one
+COPY (PostgreSQL) or executemany (SQLite), with ids drawn beforehand for the rows others point at.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import JSON, TypeDecorator, insert, select
+from sqlalchemy import Row, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.analysis.stats import Summary, pack_samples, summarize
 from service.core.units import to_microseconds_factor
 from service.models import (
-    Commit,
     CorrectnessOutcome,
-    NcuFinding,
-    NcuMetric,
+    NcuKernel,
     Result,
-    Run,
     RunWorkload,
     Series,
     TimelineEntry,
@@ -142,43 +140,45 @@ def _series_ids(
 def store_workloads(
     session: Session,
     doc: RunDocument,
-    run: Run,
+    run_id: int,
     repository_id: int,
-    commit: Commit,
+    commit: Row[Any],
     timed: list[Timed],
 ) -> int:
+    """Rows for the document's workloads; `commit` has the stored commit's id and time."""
     if not doc.workloads:
         return 0
-    ids = list(
-        session.scalars(
-            insert(RunWorkload).returning(RunWorkload.id, sort_by_parameter_order=True),
-            [
-                {
-                    "run_id": run.id,
-                    "name": w.name,
-                    "params": w.params,
-                    "params_key": params_key(w.params),
-                    "kernels": w.kernels,
-                    "status": w.status,
-                    "error": w.error,
-                    "flops": w.flops,
-                    "bytes_moved": w.bytes,
-                    "timeline_source": w.timeline.source if w.timeline else None,
-                    "timeline_note": w.timeline.reason if w.timeline else "",
-                    "ncu_status": w.ncu.status if w.ncu else None,
-                    "ncu_note": w.ncu.reason if w.ncu else "",
-                }
-                for w in doc.workloads
-            ],
-        )
+    ids = _new_ids(session, RunWorkload, len(doc.workloads))
+    many(
+        session,
+        RunWorkload,
+        [
+            {
+                "id": i,
+                "run_id": run_id,
+                "name": w.name,
+                "params": w.params,
+                "params_key": params_key(w.params),
+                "kernels": w.kernels,
+                "status": w.status,
+                "error": w.error,
+                "flops": w.flops,
+                "bytes_moved": w.bytes,
+                "timeline_source": w.timeline.source if w.timeline else None,
+                "timeline_note": w.timeline.reason if w.timeline else "",
+                "ncu_status": w.ncu.status if w.ncu else None,
+                "ncu_note": w.ncu.reason if w.ncu else "",
+            }
+            for i, w in zip(ids, doc.workloads, strict=True)
+        ],
     )
     pairs = list(zip(ids, doc.workloads, strict=True))
-    _many(
+    many(
         session,
         CorrectnessOutcome,
         [{"run_workload_id": i, **w.correctness.model_dump()} for i, w in pairs if w.correctness],
     )
-    _many(
+    many(
         session,
         TimelineEntry,
         [
@@ -188,52 +188,61 @@ def store_workloads(
             for k in w.timeline.kernels
         ],
     )
-    _many(
+    many(
         session,
-        NcuMetric,
+        NcuKernel,
         [
             {
                 "run_workload_id": i,
                 "kernel": k.kernel,
-                "name": name,
-                "value": v.value,
-                "unit": v.unit,
+                "metrics": {n: {"value": v.value, "unit": v.unit} for n, v in k.metrics.items()},
+                "findings": [f.model_dump() for f in k.findings],
             }
             for i, w in pairs
             if w.ncu
             for k in w.ncu.kernels
-            for name, v in k.metrics.items()
-        ],
-    )
-    _many(
-        session,
-        NcuFinding,
-        [
-            {"run_workload_id": i, "kernel": k.kernel, **f.model_dump()}
-            for i, w in pairs
-            if w.ncu
-            for k in w.ncu.kernels
-            for f in k.findings
         ],
     )
     series = _series_ids(session, doc, repository_id, timed)
-    _many(
+    many(
         session,
         Result,
-        [_result_row(doc, run, commit, ids[t.index], series[t.identity], t) for t in timed],
+        [_result_row(doc, run_id, commit, ids[t.index], series[t.identity], t) for t in timed],
     )
     return len(timed)
 
 
+def _new_ids(session: Session, model: type, count: int) -> list[int]:
+    """Primary keys for `count` new rows, so that the rows can be written without RETURNING
+    (which takes SQLAlchemy's slow row-by-row path) and still be pointed at.
+
+    PostgreSQL draws them from the column's sequence. SQLite has no sequence: the ids follow the
+    table's largest, which is safe because this transaction already holds SQLite's one write
+    lock (the run row is written first)."""
+    table = model.__table__  # type: ignore[attr-defined]
+    if session.get_bind().dialect.name == "postgresql":
+        return list(
+            session.scalars(
+                text(
+                    "SELECT nextval(pg_get_serial_sequence(:table, 'id')) "
+                    "FROM generate_series(1, :count)"
+                ),
+                {"table": table.name, "count": count},
+            )
+        )
+    top = session.scalar(text(f'SELECT coalesce(max(id), 0) FROM "{table.name}"')) or 0
+    return list(range(top + 1, top + 1 + count))
+
+
 def _result_row(
-    doc: RunDocument, run: Run, commit: Commit, run_workload_id: int, series_id: int, t: Timed
+    doc: RunDocument, run_id: int, commit: Row[Any], run_workload_id: int, series_id: int, t: Timed
 ) -> dict[str, Any]:
     timing = doc.workloads[t.index].timing
     assert timing is not None
     clocks = [p.sm_clock_mhz for p in timing.processes if p.sm_clock_mhz is not None]
     s = t.summary
     return {
-        "run_id": run.id,
+        "run_id": run_id,
         "run_workload_id": run_workload_id,
         "series_id": series_id,
         "commit_id": commit.id,
@@ -250,44 +259,53 @@ def _result_row(
         "samples": pack_samples(t.samples),
         "process_counts": [len(p.samples) for p in timing.processes],
         "method": timing.method,
-        "sm_clock_mhz": float(np.median(clocks)) if clocks else None,
+        "sm_clock_mhz": float(statistics.median(clocks)) if clocks else None,
     }
 
 
-def _many(session: Session, model: type, rows: list[dict[str, Any]]) -> None:
-    """Insert many rows: straight through the driver where the rows are plain (COPY on
-    PostgreSQL, executemany on SQLite), else a Core executemany.
+def many(session: Session, model: type, rows: list[dict[str, Any]]) -> None:
+    """Insert many rows straight through the driver: COPY on PostgreSQL, executemany on SQLite.
 
-    A document brings a thousand-odd rows (ncu metrics above all). psycopg's executemany sends
-    each as a statement of its own (~20 us a row) where COPY streams them (~2 us), and
-    SQLAlchemy's per-row parameter processing costs more than SQLite's insert; the ORM's bulk
-    path would cost more than either."""
+    A document brings hundreds of rows. psycopg's executemany sends each as a statement of its
+    own (~20 us a row) where COPY streams them (~2 us), and SQLAlchemy's executemany spends more
+    on per-row bookkeeping than SQLite spends inserting. The columns' own bind processing (JSON,
+    aware datetimes) is kept: each value goes through its type's processor. Rows that leave a
+    column to its default take SQLAlchemy's path."""
     if not rows:
         return
     table = model.__table__  # type: ignore[attr-defined]
     connection = session.connection()
-    if not _copyable(table, rows[0]):
+    dialect = connection.dialect
+    names = list(rows[0])
+    columns = {c.name for c in table.columns if not c.primary_key} | ({"id"} & set(names))
+    if set(names) != columns:
         session.execute(table.insert(), rows)
         return
-    names = list(rows[0])
-    columns = ", ".join(f'"{n}"' for n in names)
+    processors = [(i, p) for i, p in enumerate(_processors(table, dialect, names)) if p]
+    values = [[row[n] for n in names] for row in rows]
+    for row_values in values:
+        for i, process in processors:
+            row_values[i] = process(row_values[i])
+    quoted = ", ".join(f'"{n}"' for n in names)
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    values = ([row[n] for n in names] for row in rows)
-    if connection.dialect.name == "postgresql":
-        with cursor.copy(f'COPY "{table.name}" ({columns}) FROM STDIN') as copy:
-            for row in values:
-                copy.write_row(row)
+    if dialect.name == "postgresql":
+        with cursor.copy(f'COPY "{table.name}" ({quoted}) FROM STDIN') as copy:
+            for row_values in values:
+                copy.write_row(row_values)
     else:
         marks = ", ".join("?" * len(names))
-        cursor.executemany(f'INSERT INTO "{table.name}" ({columns}) VALUES ({marks})', values)
+        cursor.executemany(f'INSERT INTO "{table.name}" ({quoted}) VALUES ({marks})', values)
         cursor.close()
 
 
-def _copyable(table: Any, row: dict[str, Any]) -> bool:
-    """Rows that name every column but the key, none of them JSON or of a decorated type: what
-    COPY takes as is, without the defaults and type processing of an INSERT through SQLAlchemy."""
-    columns = {c.name: c for c in table.columns if not c.primary_key}
-    return set(row) == set(columns) and not any(
-        isinstance(c.type, JSON | TypeDecorator) or isinstance(row[name], dict | list)
-        for name, c in columns.items()
-    )
+_PROCESSORS: dict[tuple[str, str, tuple[str, ...]], list[Any]] = {}
+
+
+def _processors(table: Any, dialect: Any, names: list[str]) -> list[Any]:
+    """Each named column's bind processor for this dialect (None where values pass as they are)."""
+    key = (table.name, dialect.name, tuple(names))
+    if key not in _PROCESSORS:
+        _PROCESSORS[key] = [
+            table.columns[n].type.dialect_impl(dialect).bind_processor(dialect) for n in names
+        ]
+    return _PROCESSORS[key]

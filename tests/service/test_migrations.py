@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, inspect, select
 
 from service.core.migrate import alembic_config, upgrade
-from service.models import Base
+from service.models import Base, NcuKernel
 
 
 def test_upgrade_from_empty_builds_every_table(engine: Engine) -> None:
@@ -76,3 +76,72 @@ def test_upgrading_a_populated_database_keeps_its_rows(engine: Engine) -> None:
         labels = conn.execute(text("SELECT runner_label_sets FROM repositories")).scalar_one()
     assert counts == [1, 1, 1]
     assert labels in ([{}], "[{}]")
+
+
+def _captures(engine: Engine) -> list[tuple]:
+    with engine.connect() as conn:
+        return [
+            tuple(r)
+            for r in conn.execute(
+                select(
+                    NcuKernel.run_workload_id,
+                    NcuKernel.kernel,
+                    NcuKernel.metrics,
+                    NcuKernel.findings,
+                ).order_by(NcuKernel.run_workload_id, NcuKernel.kernel)
+            )
+        ]
+
+
+def test_ncu_captures_survive_the_downgrade_and_upgrade_of_0006(engine: Engine) -> None:
+    """0006 folds a kernel's ncu metric and finding rows into one row; its downgrade unfolds."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import sessionmaker
+
+    from service.schemas.document import RunDocument
+    from service.store.ingest import ingest
+    from tests.documents import example_document
+
+    raw = example_document()
+    ingest(sessionmaker(engine), RunDocument.model_validate(raw), raw)
+    stored = _captures(engine)
+    assert sum(len(metrics) for _, _, metrics, _ in stored) == 117
+    assert sum(len(findings) for *_, findings in stored) == 50
+
+    config = alembic_config()
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0005")
+    with engine.begin() as conn:
+        assert conn.execute(text("SELECT count(*) FROM ncu_metrics")).scalar_one() == 117
+        assert conn.execute(text("SELECT count(*) FROM ncu_findings")).scalar_one() == 50
+        # A kernel with findings and no metrics (ncu's rules ran, its metric section did not).
+        workload = conn.execute(text("SELECT min(id) FROM run_workloads")).scalar_one()
+        conn.execute(
+            text(
+                "INSERT INTO ncu_findings (run_workload_id, kernel, rule, type, description, "
+                "estimated_speedup, speedup_type) VALUES (:w, 'lonely<1, 2>', 'Launch', 'WRN', "
+                "'only a finding', NULL, '')"
+            ),
+            {"w": workload},
+        )
+    upgrade(engine)
+    after = _captures(engine)
+    lonely = [c for c in after if c[1] == "lonely<1, 2>"]
+    assert lonely == [
+        (
+            workload,
+            "lonely<1, 2>",
+            {},
+            [
+                {
+                    "rule": "Launch",
+                    "type": "WRN",
+                    "description": "only a finding",
+                    "estimated_speedup": None,
+                    "speedup_type": "",
+                }
+            ],
+        )
+    ]
+    assert [c for c in after if c[1] != "lonely<1, 2>"] == stored

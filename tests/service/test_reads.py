@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
+from service.schemas.metrics import CommitMetrics
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
@@ -56,6 +59,28 @@ def test_change_is_against_the_nearest_earlier_commit_on_the_branch(client: http
     first = client.get(f"/api/v1/commits/{sha_for('a')}/metrics").json()
     assert metric_of(first, "fast")["baseline"] is None
     assert metric_of(first, "fast")["change"] is None
+
+
+def test_commit_metrics_are_exactly_the_models_json(client: httpx.Client) -> None:
+    """The route writes plain data with orjson; it must be what the documented model gives."""
+    from tests.documents import example_document
+
+    post(client, document(commit="a", minutes=0, medians={"fast": 100.0, "slow": 50.0}))
+    post(client, document(commit="b", parents=["a"], minutes=10, medians={"fast": 130.0}))
+    post(client, example_document())
+    for sha in (sha_for("b"), example_document()["commit"]["sha"]):
+        answer = client.get(f"/api/v1/commits/{sha}/metrics")
+        assert answer.headers["content-type"] == "application/json"
+        body = answer.json()
+        model = CommitMetrics.model_validate(body)
+        assert json.loads(model.model_dump_json()) == body
+    # The fields that the model writes in a form of its own: times, analyses, absent series.
+    fast = metric_of(client.get(f"/api/v1/commits/{sha_for('b')}/metrics").json(), "fast")
+    assert fast["baseline"]["committed_at"].endswith("Z")
+    assert fast["analysis"]["verdict"] == fast["verdict"]
+    assert body["commit"]["committed_at"] == example_document()["commit"]["committed_at"].replace(
+        "+00:00", "Z"
+    )
 
 
 def test_other_fingerprints_are_other_series(client: httpx.Client) -> None:

@@ -6,9 +6,10 @@ import copy
 import json
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, select, update
 
-from service.models import Base
+from service.models import Base, NcuKernel, Run
+from service.store.ingest import legacy_digest
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, example_document
 from tests.live_server import LiveServer
@@ -34,8 +35,11 @@ def test_example_document_is_stored_whole(server: LiveServer, engine: Engine) ->
     assert counts["run_workloads"] == 3
     assert counts["correctness_outcomes"] == 3
     assert counts["build_resources"] == 10
-    assert counts["ncu_metrics"] == 117
-    assert counts["ncu_findings"] == 50
+    assert counts["ncu_kernels"] == 9  # kernels captured, over the 3 workloads
+    with engine.connect() as conn:
+        captures = conn.execute(select(NcuKernel.metrics, NcuKernel.findings)).all()
+    assert sum(len(metrics) for metrics, _ in captures) == 117
+    assert sum(len(findings) for _, findings in captures) == 50
     assert counts["timeline_entries"] == 6
     assert counts["series"] == 3
     assert counts["verdicts"] == 3
@@ -52,6 +56,25 @@ def test_same_run_twice_is_stored_once(server: LiveServer, engine: Engine) -> No
     assert "already stored" in second.json()["detail"]
     assert row_counts(engine)["runs"] == 1
     assert row_counts(engine)["results"] == 3
+
+
+def test_run_stored_under_the_older_digest_is_still_recognised(
+    server: LiveServer, engine: Engine
+) -> None:
+    # Runs stored before the orjson digest carry the json module's; a retry must still match.
+    doc = example_document()
+    with server.client(ADMIN_TOKEN) as client:
+        assert client.post("/api/v1/runs", json=doc).status_code == 201
+        with engine.begin() as conn:
+            conn.execute(update(Run).values(document_sha256=legacy_digest(doc)))
+        again = client.post("/api/v1/runs", json=doc)
+        changed = copy.deepcopy(doc)
+        changed["log_tail"] = "something else"
+        conflict = client.post("/api/v1/runs", json=changed)
+    assert again.status_code == 200, again.text
+    assert again.json()["stored"] is False
+    assert conflict.status_code == 409
+    assert row_counts(engine)["runs"] == 1
 
 
 def test_same_run_id_with_other_contents_is_a_conflict(server: LiveServer, engine: Engine) -> None:

@@ -11,16 +11,15 @@ from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
 from service.analysis.backlog import analyse_run
-from service.api.body import parse_json, read_body
+from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.integrations import github
 from service.models import Commit, Repository, Result, Run
-from service.schemas.document import RunDocument, find_non_finite
+from service.schemas.document import RunDocument
 from service.schemas.runs import RunPublic, RunStored
-from service.schemas.text import may_hold_unstorable, unstorable_text
-from service.store.ingest import DocumentConflict, SummaryMismatch, document_digest, ingest
+from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
 from service.store.runner_results import store_runner_document
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -50,17 +49,7 @@ async def post_run(
 ) -> JSONResponse:
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
     body = await read_body(request, settings.max_body_bytes)
-    raw = parse_json(body)
-    try:
-        digest = document_digest(raw)
-    except ValueError as exc:
-        bad = find_non_finite(raw) or "$"
-        raise ApiError(
-            422, f"invalid document: {bad}: NaN and infinities are not measurements"
-        ) from exc
-    unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None
-    if unstorable:
-        raise ApiError(422, f"invalid document: {unstorable} cannot be stored")
+    raw, digest = parse_document(body)
     try:
         doc = RunDocument.model_validate(raw)
     except ValidationError as exc:
@@ -90,8 +79,9 @@ async def post_run(
     )
     if outcome.stored and outcome.pk is not None:
         if settings.analyse_in_request:
-            await run_in_threadpool(analyse_run, factory, outcome.pk)
-            if github.enabled(settings):
+            analysed = await run_in_threadpool(analyse_run, factory, outcome.pk)
+            # None: the background worker claimed the run first, and it reports it itself.
+            if analysed is not None and github.enabled(settings):
                 # After the answer: the runner never waits on GitHub, nor fails because of it.
                 background.add_task(github.report_run, factory, settings, outcome.run_id)
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
