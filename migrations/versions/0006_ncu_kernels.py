@@ -1,4 +1,5 @@
-"""ncu captures as one row per kernel (metrics and findings as JSON)
+"""ncu captures as one row per kernel (metrics and findings as JSON); plain JSON for the large
+values that are only stored and read whole (ncu captures, a commit's ancestors)
 
 Revision ID: 0006
 Revises: 0005
@@ -10,14 +11,15 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision: str = "0006"
 down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
+# PostgreSQL's json keeps the text as written (jsonb parses it); lz4 compresses several times
+# faster than the default pglz. Each value is stored and read whole, nothing queries inside.
+WHOLE = {"ncu_kernels": ("metrics", "findings"), "commits": ("ancestors",)}
 
 # Every (workload, kernel) that had a metric or a finding becomes one row; metrics become an
 # object by name, findings an array in their stored order. SQLite before 3.44 cannot order
@@ -26,13 +28,13 @@ _KEYS = "SELECT run_workload_id, kernel FROM ncu_metrics UNION SELECT run_worklo
 _PG_FOLD = (
     "INSERT INTO ncu_kernels (run_workload_id, kernel, metrics, findings) "
     "SELECT k.run_workload_id, k.kernel, "
-    "coalesce((SELECT jsonb_object_agg(m.name, jsonb_build_object('value', m.value, 'unit', "
+    "coalesce((SELECT json_object_agg(m.name, json_build_object('value', m.value, 'unit', "
     "m.unit)) FROM ncu_metrics m WHERE m.run_workload_id = k.run_workload_id "
-    "AND m.kernel = k.kernel), '{}'::jsonb), "
-    "coalesce((SELECT jsonb_agg(jsonb_build_object('rule', f.rule, 'type', f.type, "
+    "AND m.kernel = k.kernel), '{}'::json), "
+    "coalesce((SELECT json_agg(json_build_object('rule', f.rule, 'type', f.type, "
     "'description', f.description, 'estimated_speedup', f.estimated_speedup, 'speedup_type', "
     "f.speedup_type) ORDER BY f.id) FROM ncu_findings f WHERE f.run_workload_id = "
-    f"k.run_workload_id AND f.kernel = k.kernel), '[]'::jsonb) FROM ({_KEYS}) k "
+    f"k.run_workload_id AND f.kernel = k.kernel), '[]'::json) FROM ({_KEYS}) k "
     "ORDER BY k.run_workload_id, k.kernel"
 )
 _BATCH = 5000
@@ -85,10 +87,10 @@ def _fold_in_python(bind: sa.engine.Connection) -> None:
 _UNFOLD = {
     "postgresql": (
         "SELECT k.run_workload_id, k.kernel, e.key, (e.value->>'value')::float, "
-        "e.value->>'unit' FROM ncu_kernels k, jsonb_each(k.metrics) e ORDER BY k.id",
+        "e.value->>'unit' FROM ncu_kernels k, json_each(k.metrics) e ORDER BY k.id",
         "SELECT k.run_workload_id, k.kernel, e.value->>'rule', e.value->>'type', "
         "e.value->>'description', (e.value->>'estimated_speedup')::float, "
-        "e.value->>'speedup_type' FROM ncu_kernels k, jsonb_array_elements(k.findings) "
+        "e.value->>'speedup_type' FROM ncu_kernels k, json_array_elements(k.findings) "
         "WITH ORDINALITY e(value, n) ORDER BY k.id, e.n",
     ),
     "sqlite": (
@@ -109,8 +111,8 @@ def _kernel_table() -> None:
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("run_workload_id", sa.Integer(), nullable=False),
         sa.Column("kernel", sa.String(length=1000), nullable=False),
-        sa.Column("metrics", JSON, nullable=False),
-        sa.Column("findings", JSON, nullable=False),
+        sa.Column("metrics", sa.JSON(), nullable=False),
+        sa.Column("findings", sa.JSON(), nullable=False),
         sa.ForeignKeyConstraint(
             ["run_workload_id"],
             ["run_workloads.id"],
@@ -173,12 +175,32 @@ def upgrade() -> None:
             batch_op.drop_index(f"ix_{table}_run_workload_id")
         op.drop_table(table)
     if bind.dialect.name == "postgresql":
+        op.execute("ALTER TABLE commits ALTER COLUMN ancestors TYPE json USING ancestors::json")
+        _compress(bind, "lz4")
         # Without statistics the planner takes the new table for empty until autovacuum comes
         # round: a commit's metrics read it by sequential scan (measured: p95 50 -> 254 ms).
         op.execute("ANALYZE ncu_kernels")
 
 
+def _compress(bind: sa.engine.Connection, method: str) -> None:
+    """Compress the whole-JSON columns with `method` where the server was built with it."""
+    offered = bind.execute(
+        sa.text(
+            "SELECT :m = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        ),
+        {"m": method},
+    ).scalar()
+    if not offered:
+        return
+    for table, columns in WHOLE.items():
+        changes = ", ".join(f"ALTER COLUMN {c} SET COMPRESSION {method}" for c in columns)
+        op.execute(f"ALTER TABLE {table} {changes}")
+
+
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ALTER TABLE commits ALTER COLUMN ancestors SET COMPRESSION default")
+        op.execute("ALTER TABLE commits ALTER COLUMN ancestors TYPE jsonb USING ancestors::jsonb")
     _row_tables()
     metrics, findings = _UNFOLD[op.get_bind().dialect.name]
     op.execute(f"INSERT INTO ncu_metrics (run_workload_id, kernel, name, value, unit) {metrics}")

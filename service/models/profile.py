@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Float, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.models.base import Base
+from service.models.base import Base, WholeJSON
 
 
 class NcuKernel(Base):
@@ -25,9 +25,9 @@ class NcuKernel(Base):
     run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
     kernel: Mapped[str] = mapped_column(String(1000))
     # name -> {"value": float, "unit": str}
-    metrics: Mapped[dict[str, Any]]
+    metrics: Mapped[dict[str, Any]] = mapped_column(WholeJSON)
     # [{"rule", "type", "description", "estimated_speedup", "speedup_type"}], in ncu's order
-    findings: Mapped[list[Any]]
+    findings: Mapped[list[Any]] = mapped_column(WholeJSON)
 
 
 class TimelineEntry(Base):

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.models.base import Base, utcnow
+from service.models.base import Base, WholeJSON, utcnow
 
 
 class Repository(Base):
@@ -37,7 +37,7 @@ class Commit(Base):
     parents: Mapped[list[Any]] = mapped_column(default=list)
     # First-parent ancestors as the runner read them from git, nearest first (bounded): the
     # baseline walks this line even across commits that were never run.
-    ancestors: Mapped[list[Any]] = mapped_column(default=list)
+    ancestors: Mapped[list[Any]] = mapped_column(WholeJSON, default=list)
     author_name: Mapped[str] = mapped_column(String(300), default="")
     author_email: Mapped[str] = mapped_column(String(300), default="")
     message: Mapped[str] = mapped_column(Text, default="")
