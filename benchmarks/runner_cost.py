@@ -6,7 +6,8 @@
 
 Copies this working tree into a temporary git repository (one commit), then runs
 `runner.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
-suite's processes, timeline and ncu, each run from a fresh build. Prints, per run, the seconds
+suite's processes (and the short launches in more, "timing N/M (short)": runner.pipeline),
+timeline and ncu, each run from a fresh build. Prints, per run, the seconds
 of every stage (from the `Progress` hooks the pipeline calls) against the 120 s budget, and per
 workload the median of each run, their difference and PASS/FAIL against 1% for workloads of
 50 us and more. `--out` keeps each run's result document (run-1.json, ...). Exits 1 on a FAIL.

@@ -3,6 +3,7 @@ traced steps of a kernel timeline (runner.timeline) on the worker's side."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
@@ -30,6 +31,38 @@ CHOICES_FILE = "kernelwatch-timer-choices.json"
 RECOVERY_SECONDS = 0.25
 PACE = 1.0
 THROTTLED_SAMPLE_SECONDS = 0.2
+
+# Where a cold sample's buffers sit in physical memory (L2 slices, HBM channels) moves the time
+# of a short launch, and stays as long as they stay. On the H100: a new backing store of local
+# memory moved gemm_fwd 1024^3 (split-K, registers spilled) and gemm_bwd 256^3 (4 blocks a
+# kernel) by 0.5-0.9% (back and forth between two placements), a new instance moved gemm_bwd
+# 256^3 by up to 1.2%, a new L2 flush buffer went with +0.8-1.5% for cuBLAS 1024^3 in 4 of 8
+# processes. With one placement per process, the run's median (three processes) came out 1-1.8%
+# apart between runs for one workload or another. So a short launch (a synchronized launch of at
+# most PLACEMENTS_MAX_US on the host) is sampled in PLACEMENTS rounds of as many samples each,
+# every round after the first on fresh placements: a new instance of the workload (inputs,
+# outputs, scratch; the earlier ones stay allocated until the last round, so the new one lands
+# elsewhere), the next L2 flush buffer of a ring and a new backing store of local memory
+# (GpuTimers.relocate). Moving local memory slows the next launches (2-4% for ~2 ms), so each
+# new round first drops ROUND_SETTLE_SAMPLES samples over at least ROUND_SETTLE_SECONDS. The
+# first round's stop rule decides how many samples each round takes (its time and sample caps
+# are 1/PLACEMENTS of the suite's), so that every placement weighs the same; an even PLACEMENTS
+# gives each of the two local-memory placements half of them. A launch sampled paced
+# (power-capped, below) keeps one placement: its samples are dear. What none of these moves is
+# an offset per process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS
+# 1024^3): only more processes average that (runner.pipeline times a short launch in twice the
+# suite's processes). Loading the kernel modules again (new code addresses) toggles the same two
+# states as a move of local memory, and fresh local memory that cannot go back to the freed
+# region (a filler holds it) stays in the first state: neither moves that offset. With the
+# processes doing the averaging, two placements (one toggle of local memory) per process are
+# enough: 6 placements in 6 processes came out no closer between runs than 2 (largest
+# difference 0.73% vs 0.82% over 16 workloads of >= 50 us, same pair of runs), at a third of
+# the sampling.
+PLACEMENTS = 2
+PLACEMENTS_MAX_US = 2000.0
+ROUND_WARMUPS = 3
+ROUND_SETTLE_SAMPLES = 10
+ROUND_SETTLE_SECONDS = 0.01
 
 WARMUPS = 2  # before the traced steps of a timeline
 WARMUP_SYNC_EVERY = 4  # warm-up launches go back to back (the GPU stays busy, clocks rise)
@@ -170,10 +203,11 @@ def time_workload(
     inputs: str | None = None,
 ) -> dict[str, Any]:
     """Warm up, pick the timer (events, or CUPTI for short launches), sample to the stop rule;
-    with `trace`, then trace a few steps' kernels for the timeline (runner.timeline). `inputs`:
-    where the workload draws its inputs (see `prepare`)."""
+    a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
+    PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
+    (runner.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
     instance = prepare(w, seed, inputs)
-    reset = getattr(instance, "reset", None)
+    held = [instance]
     try:
         base = timers.events
         counters = watch.counters()
@@ -187,12 +221,15 @@ def time_workload(
             instance.launch()
             base.sync()
             fastest = min(fastest, (time.perf_counter() - started) * 1e6)
+        current = [instance]
 
         def sample_with(timer: Any, during: Any = None) -> float:
+            target = current[0]
+            reset = getattr(target, "reset", None)
             if reset is not None:
                 reset()
             timer.sync()
-            return timer.time(instance.launch, during)
+            return timer.time(target.launch, during)
 
         def paced(timer: Any, during: Any = None) -> float:
             us = sample_with(timer, during)
@@ -200,18 +237,32 @@ def time_workload(
             return us
 
         timer, estimate = select_timer(timers, choices, w.id, sample_with, fastest)
+        rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
+        take = paced if capped else sample_with
         watch.start()
         timer.begin()
         try:
-            take = paced if capped else sample_with
             samples, reason = collect(
                 lambda: take(timer, watch.during),
-                timing,
+                round_timing(timing, rounds),
                 min_seconds=THROTTLED_SAMPLE_SECONDS if capped else 0.0,
             )
+            per_round, placed = len(samples), 1
+            for _ in range(rounds - 1):
+                timer.end()  # the new placement's warm-up is no sample (CUPTI: not recorded)
+                fresh = relocate(w, seed, inputs, timers, held)
+                timer.begin()
+                if fresh is None:
+                    break
+                current[0] = fresh
+                settle(lambda: take(timer))
+                samples.extend(take(timer, watch.during) for _ in range(per_round))
+                placed += 1
         finally:
             watch.stop()
             timer.end()
+        if rounds > 1:
+            reason += f"; {placed} placements x {per_round} samples"
         if capped:
             reason += (
                 f" (warm-up throttled by {', '.join(capped)}: {RECOVERY_SECONDS:g} s idle, then"
@@ -220,7 +271,8 @@ def time_workload(
             )
         traced = _trace(instance, timers) if trace else None
     finally:
-        instance.close()
+        for each in held:
+            each.close()
     return {
         **({"timeline": traced} if traced else {}),
         "samples": samples,
@@ -230,8 +282,61 @@ def time_workload(
         "method": timer.method,
         "blocking": getattr(timer, "blocker", None) is not None,
         "l2_flushed": timer.l2_flushed,
+        "placements": placed,  # > 1: a short launch (runner.pipeline times it in more processes)
         **watch.result(),
     }
+
+
+def settle(sample: Callable[[], float], clock: Callable[[], float] = time.monotonic) -> int:
+    """Take and drop samples, at least ROUND_SETTLE_SAMPLES over ROUND_SETTLE_SECONDS, after a
+    new placement (the launches just after a move of local memory run slower); how many."""
+    until = clock() + ROUND_SETTLE_SECONDS
+    dropped = 0
+    while dropped < ROUND_SETTLE_SAMPLES or clock() < until:
+        sample()
+        dropped += 1
+    return dropped
+
+
+def placements(timers: Any, host_us: float) -> int:
+    """How many placements a launch is sampled on: PLACEMENTS for a GPU launch of at most
+    PLACEMENTS_MAX_US (host time of a synchronized launch), else 1 (a long launch spreads
+    over the whole memory and every multiprocessor by itself, and its samples are dear)."""
+    movable = hasattr(timers, "relocate")
+    return PLACEMENTS if movable and host_us <= PLACEMENTS_MAX_US else 1
+
+
+def round_timing(timing: Timing, rounds: int) -> Timing:
+    """The stop rule of a placement's round: the suite's, its caps shared among the rounds."""
+    if rounds <= 1:
+        return timing
+    return dataclasses.replace(
+        timing,
+        max_samples=max(timing.min_samples, timing.max_samples // rounds),
+        max_seconds=timing.max_seconds / rounds,
+    )
+
+
+def relocate(w: Any, seed: int, inputs: str | None, timers: Any, held: list[Any]) -> Any | None:
+    """A fresh placement: a new instance of `w` (appended to `held`, so that the earlier ones
+    keep their memory and the new one gets other addresses), the next flush buffer and a new
+    backing store of local memory (timers.relocate), warmed up by ROUND_WARMUPS launches; None
+    where the GPU has no memory for another instance."""
+    try:
+        fresh = prepare(w, seed, inputs)
+    except Exception as exc:  # out of memory: the placements taken so far
+        if "memory" in f"{type(exc).__name__} {exc}".lower():
+            return None
+        raise
+    held.append(fresh)
+    timers.relocate()
+    reset = getattr(fresh, "reset", None)
+    for _ in range(ROUND_WARMUPS):
+        if reset is not None:
+            reset()
+        fresh.launch()
+    timers.events.sync()
+    return fresh
 
 
 def _warm_up(instance: Any, base: Any, seconds: float, at_least: int) -> int:

@@ -17,6 +17,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 MIN_FLUSH_BYTES = 128 << 20
+STACK_SIZE_LIMIT = 0  # cudaLimitStackSize
+STACK_STEP = 64  # bytes per thread between two placements of local memory
+STACK_STEPS = 8  # then back to the first step above the context's own size
+FLUSH_BUFFERS = 3  # the ring of L2 flush buffers (L2Flush.move)
 OWN_KERNELS = "kernelwatch_"  # the runner's own kernels, never part of a measurement
 BLOCK_TIMEOUT_NS = 200_000_000
 
@@ -59,7 +63,10 @@ class HostTimer:
 
 
 class L2Flush:
-    """Writes a buffer of max(2 x L2, 128 MiB) on the current stream: the next launch is cold."""
+    """Writes a buffer of max(2 x L2, 128 MiB) on the current stream: the next launch is cold.
+
+    `move()` goes on to the next buffer of a ring of FLUSH_BUFFERS (each allocated when first
+    used): the L2 lines a flush leaves dirty then sit elsewhere in physical memory."""
 
     def __init__(self) -> None:
         import cupy
@@ -68,7 +75,25 @@ class L2Flush:
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         self.l2_bytes = int(props.get("l2CacheSize", 50 << 20))
         self.nbytes = max(2 * self.l2_bytes, MIN_FLUSH_BYTES)
-        self.buffer = cupy.empty(self.nbytes, dtype=cupy.uint8)
+        self.buffers = [cupy.empty(self.nbytes, dtype=cupy.uint8)]
+        self.index = 0
+
+    @property
+    def buffer(self) -> Any:
+        return self.buffers[self.index]
+
+    def move(self) -> bool:
+        """Flush with the next buffer of the ring from now on (False: no memory for it)."""
+        following = (self.index + 1) % FLUSH_BUFFERS
+        if following == len(self.buffers):
+            try:
+                self.buffers.append(self.cp.empty(self.nbytes, dtype=self.cp.uint8))
+            except Exception:  # out of memory: the buffers there are
+                if len(self.buffers) == 1:
+                    return False
+                following = 0
+        self.index = following
+        return True
 
     def __call__(self) -> None:
         stream = self.cp.cuda.get_current_stream()
@@ -256,6 +281,37 @@ class GpuTimers:
         self.events = CudaEventTimer(self.flush, blocker)
         self._cupti: CuptiTimer | None = None
         self.cupti_error = ""
+        self.stack_base: int | None = None
+        self.relocations = 0
+        self.relocate_error = ""
+
+    def relocate(self) -> None:
+        """Other physical places for what a cold sample touches besides the workload's own
+        buffers: the next L2 flush buffer (L2Flush.move) and a new backing store of local
+        memory (relocate_local_memory)."""
+        self.flush.move()
+        self.relocate_local_memory()
+
+    def relocate_local_memory(self) -> bool:
+        """A new backing store for the context's local memory (the stack frames where kernels
+        spill registers), at other addresses: the stack-size limit is set to another value
+        (STACK_STEP more per thread than the last, cycling over STACK_STEPS values above the
+        context's own), which makes the driver allocate the local memory of every thread
+        again. Whether it did is whether the limit took (False where the driver refused).
+        The next few launches run slower (on the H100 2-4% for ~2 ms): sample after that."""
+        if self.relocate_error:
+            return False
+        rt = self.flush.cp.cuda.runtime
+        try:
+            if self.stack_base is None:
+                self.stack_base = int(rt.deviceGetLimit(STACK_SIZE_LIMIT))
+            self.relocations += 1
+            size = self.stack_base + STACK_STEP * (1 + (self.relocations - 1) % STACK_STEPS)
+            rt.deviceSetLimit(STACK_SIZE_LIMIT, size)
+            return True
+        except Exception as exc:  # not supported here: one placement of local memory it is
+            self.relocate_error = f"{type(exc).__name__}: {exc}"[:500]
+            return False
 
     def cupti_works(self, sample: Callable[[Any], float]) -> bool:
         """Whether CUPTI times this workload (a launch of copies only has no kernel record)."""

@@ -1,0 +1,310 @@
+"""Short GPU launches sampled on several placements in memory (runner.sampling.PLACEMENTS), CPU
+only: fake instances, timers and NVML watch stand in for the GPU."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from runner import sampling
+from runner.sampling import MethodChoices, placements, round_timing, time_workload
+from runner.suite import Timing
+from runner.timers import FLUSH_BUFFERS, STACK_STEP, STACK_STEPS, GpuTimers, HostTimers, L2Flush
+
+
+class Instance:
+    """A launch whose GPU time depends on where it sits in memory: 100 us + its index."""
+
+    def __init__(self, log: list[str], index: int) -> None:
+        self.log, self.index, self.closed = log, index, False
+
+    def launch(self) -> None:
+        self.log.append(f"launch {self.index}")
+
+    def close(self) -> None:
+        self.closed = True
+        self.log.append(f"close {self.index}")
+
+
+class Workload:
+    id = "w[x=1]"
+
+    def __init__(self, fail_after: int | None = None) -> None:
+        self.log: list[str] = []
+        self.made: list[Instance] = []
+        self.fail_after = fail_after
+
+    def prepare(self, seed: int) -> Instance:
+        if self.fail_after is not None and len(self.made) >= self.fail_after:
+            raise MemoryError("out of memory allocating 1 GiB")
+        self.made.append(Instance(self.log, len(self.made)))
+        return self.made[-1]
+
+
+class Timer:
+    method = "cuda_events"
+    l2_flushed = True
+
+    def __init__(self, log: list[str]) -> None:
+        self.log, self.active = log, False
+        self.while_active = 0
+
+    def sync(self) -> None:
+        pass
+
+    def begin(self) -> None:
+        self.active = True
+
+    def end(self) -> None:
+        self.active = False
+
+    def time(self, launch: Any, during: Any = None) -> float:
+        self.while_active += self.active
+        launch()
+        return 100.0 + launch.__self__.index
+
+
+class FakeGpuTimers:
+    """What time_workload needs of runner.timers.GpuTimers."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.events = Timer(log)
+        self.log = log
+        self.relocations = 0
+
+    def cupti(self) -> None:
+        return None
+
+    def cupti_works(self, sample: Any) -> bool:
+        return False
+
+    def relocate(self) -> None:
+        self.relocations += 1
+        self.log.append("relocate")
+
+
+class Watch:
+    def counters(self) -> dict[str, int]:
+        return {}
+
+    def throttled_since(self, counters: dict[str, int]) -> list[str]:
+        return []
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def during(self) -> None:
+        pass
+
+    def result(self) -> dict[str, Any]:
+        return {"sm_clock_mhz": None, "throttle_reasons": []}
+
+
+@pytest.fixture(autouse=True)
+def no_settling_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "ROUND_SETTLE_SECONDS", 0.0)  # ROUND_SETTLE_SAMPLES alone
+
+
+TIMING = Timing(min_samples=10, max_samples=2000, max_seconds=1.0, target_rel_spread=0.005,
+                warmup_seconds=0.0)  # fmt: skip
+
+
+def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
+    w = Workload()
+    timers = FakeGpuTimers(w.log)
+    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Watch())
+    samples, rounds = out["samples"], sampling.PLACEMENTS
+    # round 1 stops at 10 samples (no spread); each later placement takes as many
+    assert len(samples) == 10 * rounds
+    assert [samples.count(100.0 + i) for i in range(rounds)] == [10] * rounds
+    assert timers.relocations == rounds - 1
+    assert f"{rounds} placements x 10 samples" in out["stop_reason"]
+    assert out["placements"] == rounds  # runner.pipeline times it in more processes
+    # every placement was held until the last sample, then all were released
+    assert len(w.made) == rounds and all(i.closed for i in w.made)
+    first_close = w.log.index("close 0")
+    assert all(f"launch {i}" in w.log[:first_close] for i in range(rounds))
+    assert w.log[first_close:] == [f"close {i}" for i in range(rounds)]
+    # a new placement: relocated, warmed up, then settling samples that are dropped
+    last = f"launch {rounds - 1}"
+    assert w.log.count(last) == sampling.ROUND_WARMUPS + sampling.ROUND_SETTLE_SAMPLES + 10
+    assert w.log[w.log.index(last) - 1] == "relocate"
+    # the warm-up launches are never samples: the timer is ended around them
+    settling = (rounds - 1) * sampling.ROUND_SETTLE_SAMPLES
+    assert timers.events.while_active == len(samples) + settling
+
+
+def test_a_run_median_no_longer_rests_on_one_placement() -> None:
+    w = Workload()
+    out = time_workload(w, FakeGpuTimers(w.log), MethodChoices(None), TIMING, 0, Watch())
+    # one placement alone would give 100.0; all of them give the middle of 100..105
+    top = 100.0 + sampling.PLACEMENTS - 1
+    assert statistics.median(out["samples"]) == pytest.approx((100.0 + top) / 2)
+    assert sampling.PLACEMENTS % 2 == 0  # each of two local-memory placements gets half
+
+
+def test_settling_takes_enough_samples_over_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "ROUND_SETTLE_SECONDS", 0.01)
+    now = [0.0]
+
+    def sample() -> float:
+        now[0] += 0.0005  # 0.5 ms a sample: 20 of them fill 10 ms
+        return 1.0
+
+    assert sampling.settle(sample, clock=lambda: now[0]) == 20
+    now[0] = 0.0
+
+    def slow() -> float:
+        now[0] += 0.01  # one sample fills the time: the count decides
+        return 1.0
+
+    assert sampling.settle(slow, clock=lambda: now[0]) == sampling.ROUND_SETTLE_SAMPLES
+
+
+def test_a_throttled_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "RECOVERY_SECONDS", 0.0)
+    monkeypatch.setattr(sampling, "THROTTLED_SAMPLE_SECONDS", 0.0)
+    monkeypatch.setattr(sampling, "PACE", 0.0)
+
+    class Capped(Watch):
+        def throttled_since(self, counters: dict[str, int]) -> list[str]:
+            return ["sw_power_cap"]
+
+    w = Workload()
+    timers = FakeGpuTimers(w.log)
+    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Capped())
+    assert set(out["samples"]) == {100.0} and timers.relocations == 0
+    assert "paced" in out["stop_reason"] and "placements" not in out["stop_reason"]
+    assert out["placements"] == 1
+
+
+def test_a_long_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "PLACEMENTS_MAX_US", -1.0)
+    w = Workload()
+    timers = FakeGpuTimers(w.log)
+    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Watch())
+    assert len(out["samples"]) == 10 and set(out["samples"]) == {100.0}
+    assert timers.relocations == 0 and len(w.made) == 1 and w.made[0].closed
+    assert "placements" not in out["stop_reason"] and out["placements"] == 1
+
+
+def test_no_memory_for_another_placement_keeps_the_ones_taken() -> None:
+    w = Workload(fail_after=2)
+    out = time_workload(w, FakeGpuTimers(w.log), MethodChoices(None), TIMING, 0, Watch())
+    assert sorted(set(out["samples"])) == [100.0, 101.0] and len(out["samples"]) == 20
+    assert "2 placements x 10 samples" in out["stop_reason"] and out["placements"] == 2
+    assert all(i.closed for i in w.made)
+
+
+def test_placements_only_for_short_launches_on_a_gpu() -> None:
+    gpu = FakeGpuTimers([])
+    assert placements(gpu, 150.0) == sampling.PLACEMENTS
+    assert placements(gpu, sampling.PLACEMENTS_MAX_US + 1) == 1
+    assert placements(HostTimers(), 10.0) == 1  # CPU suites: host clocks, one placement
+
+
+def test_each_round_shares_the_suites_caps() -> None:
+    t = round_timing(TIMING, 4)
+    assert (t.max_seconds, t.max_samples, t.min_samples) == (0.25, 500, 10)
+    assert t.target_rel_spread == TIMING.target_rel_spread
+    assert round_timing(TIMING, 1) is TIMING
+    assert round_timing(Timing(min_samples=10, max_samples=20), 4).max_samples == 10
+
+
+class Runtime:
+    def __init__(self, base: int = 1024, refuse: bool = False) -> None:
+        self.limit, self.refuse, self.calls = base, refuse, 0
+
+    def deviceGetLimit(self, which: int) -> int:
+        assert which == 0  # cudaLimitStackSize
+        return self.limit
+
+    def deviceSetLimit(self, which: int, value: int) -> None:
+        self.calls += 1
+        if self.refuse:
+            raise RuntimeError("cudaErrorUnsupportedLimit")
+        assert which == 0
+        self.limit = value
+
+
+def gpu_timers(runtime: Runtime) -> GpuTimers:
+    timers = object.__new__(GpuTimers)  # no GPU: only what relocate_local_memory reads
+    timers.flush = SimpleNamespace(cp=SimpleNamespace(cuda=SimpleNamespace(runtime=runtime)))
+    timers.stack_base, timers.relocations, timers.relocate_error = None, 0, ""
+    return timers
+
+
+def test_local_memory_moves_to_another_stack_size_every_time() -> None:
+    runtime = Runtime(base=1024)
+    timers = gpu_timers(runtime)
+    seen = []
+    for _ in range(2 * STACK_STEPS + 1):
+        assert timers.relocate_local_memory()
+        seen.append(runtime.limit)
+    assert all(a != b for a, b in itertools.pairwise(seen))  # always a new size
+    assert min(seen) == 1024 + STACK_STEP and max(seen) == 1024 + STACK_STEPS * STACK_STEP
+    assert len(set(seen)) == STACK_STEPS  # bounded: it cycles
+
+
+def test_a_driver_that_refuses_the_limit_is_asked_once() -> None:
+    runtime = Runtime(refuse=True)
+    timers = gpu_timers(runtime)
+    assert not timers.relocate_local_memory()
+    assert not timers.relocate_local_memory()
+    assert runtime.calls == 1 and "cudaErrorUnsupportedLimit" in timers.relocate_error
+
+
+class FakeCupy:
+    """cupy.empty that hands out numbered buffers, and fails once `free` of them are out."""
+
+    uint8 = "uint8"
+
+    def __init__(self, free: int) -> None:
+        self.free, self.made = free, 0
+
+    def empty(self, nbytes: int, dtype: str) -> str:
+        if self.made >= self.free:
+            raise MemoryError("out of memory allocating")
+        self.made += 1
+        return f"buffer {self.made - 1}"
+
+
+def l2_flush(cp: FakeCupy) -> L2Flush:
+    flush = object.__new__(L2Flush)  # no GPU: the ring alone
+    flush.cp, flush.nbytes = cp, 1 << 20
+    flush.buffers, flush.index = [cp.empty(flush.nbytes, cp.uint8)], 0
+    return flush
+
+
+def test_the_flush_moves_round_a_ring_of_buffers() -> None:
+    flush = l2_flush(FakeCupy(free=100))
+    seen = [flush.buffer]
+    for _ in range(2 * FLUSH_BUFFERS):
+        assert flush.move()
+        seen.append(flush.buffer)
+    assert len(set(seen)) == FLUSH_BUFFERS == flush.cp.made  # each allocated once, then reused
+    assert all(a != b for a, b in itertools.pairwise(seen))
+
+
+def test_without_memory_the_flush_stays_on_the_buffers_it_has() -> None:
+    alone = l2_flush(FakeCupy(free=1))
+    assert not alone.move() and alone.buffer == "buffer 0"
+    two = l2_flush(FakeCupy(free=2))
+    assert [two.move() and two.buffer for _ in range(3)] == ["buffer 1", "buffer 0", "buffer 1"]
+
+
+def test_relocating_moves_the_flush_and_local_memory() -> None:
+    runtime = Runtime(base=1024)
+    timers = gpu_timers(runtime)
+    moved = []
+    timers.flush.move = lambda: moved.append(1) or True
+    timers.relocate()
+    timers.relocate()
+    assert len(moved) == 2 and runtime.limit == 1024 + 2 * STACK_STEP
