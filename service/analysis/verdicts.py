@@ -83,36 +83,47 @@ def compare(
     return compare_many([Candidate(key, head, baseline, lower_is_better, baseline_medians)])[0]
 
 
-def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
-    """`compare` for many series at once, with the rank tests batched.
+def rank_test_p_values(
+    pairs: list[tuple[np.ndarray, np.ndarray]], alternative: str = "two-sided"
+) -> list[float]:
+    """The Mann-Whitney U p-value of each (head, base) pair, as one `mannwhitneyu` call each
+    would give it, batched by sample sizes.
 
-    A run's series mostly share sample counts, and scipy's per-call overhead (~1 ms) is far
-    larger than the test itself, so series of equal sizes go through one vectorised
-    `mannwhitneyu` call: the same statistic and p-value per row as one call each.
-    """
+    A suite's series mostly share sample counts, and scipy's per-call overhead (~0.2-1 ms) is
+    far larger than the test itself: pairs of equal sizes go through one vectorised call."""
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, (head, base) in enumerate(pairs):
+        groups.setdefault((head.size, base.size), []).append(i)
+    p_values = [0.0] * len(pairs)
+    for (n_head, n_base), members in groups.items():
+        if min(n_head, n_base) > EXACT_BELOW and len(members) > 1:
+            # What method="auto" picks at these sizes, named so that rows never differ in method.
+            p = mannwhitneyu(
+                np.stack([pairs[i][0] for i in members]),
+                np.stack([pairs[i][1] for i in members]),
+                axis=1,
+                method="asymptotic",
+                alternative=alternative,
+            ).pvalue
+            for i, v in zip(members, p, strict=True):
+                p_values[i] = float(v)
+        else:
+            for i in members:
+                head, base = pairs[i]
+                p_values[i] = float(mannwhitneyu(head, base, alternative=alternative).pvalue)
+    return p_values
+
+
+def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
+    """`compare` for many series at once, with the rank tests batched (rank_test_p_values)."""
     pooled = [np.concatenate(c.baseline) if c.baseline else np.empty(0) for c in candidates]
     usable = [
         i
         for i, c in enumerate(candidates)
         if pooled[i].size >= MIN_BASELINE_SAMPLES and c.head.size >= 3
     ]
-    groups: dict[tuple[int, int], list[int]] = {}
-    for i in usable:
-        groups.setdefault((candidates[i].head.size, pooled[i].size), []).append(i)
-    p_values: dict[int, float] = {}
-    for (n_head, n_base), members in groups.items():
-        if min(n_head, n_base) > EXACT_BELOW and len(members) > 1:
-            # What method="auto" picks at these sizes, named so that rows never differ in method.
-            p = mannwhitneyu(
-                np.stack([candidates[i].head for i in members]),
-                np.stack([pooled[i] for i in members]),
-                axis=1,
-                method="asymptotic",
-            ).pvalue
-            p_values.update(zip(members, (float(v) for v in p), strict=True))
-        else:
-            for i in members:
-                p_values[i] = float(mannwhitneyu(candidates[i].head, pooled[i]).pvalue)
+    tested = rank_test_p_values([(candidates[i].head, pooled[i]) for i in usable])
+    p_values = dict(zip(usable, tested, strict=True))
     out: list[Comparison | None] = [None] * len(candidates)
     for i in usable:
         c = candidates[i]

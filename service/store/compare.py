@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.stats import unpack_samples
-from service.analysis.verdicts import Q
+from service.analysis.verdicts import Q, rank_test_p_values
 from service.core.errors import ApiError
 from service.models import Commit, Result, Series
 from service.schemas.alerts import CompareRow, Comparison
@@ -26,7 +26,7 @@ def _results(session: Session, commit: Commit) -> dict[int, tuple[Result, Series
 
 
 def compare_commits(session: Session, base: str, head: str, repository: str | None) -> Comparison:
-    from scipy.stats import false_discovery_control, mannwhitneyu
+    from scipy.stats import false_discovery_control
 
     base_commit, repo = resolve_commit(session, base, repository)
     head_commit, head_repo = resolve_commit(session, head, repository or repo)
@@ -34,11 +34,12 @@ def compare_commits(session: Session, base: str, head: str, repository: str | No
         raise ApiError(400, f"{base} is in {repo} but {head} is in {head_repo}")
     before, after = _results(session, base_commit), _results(session, head_commit)
     common = sorted(set(before) & set(after))
-    p_values = []
-    for sid in common:
-        a = unpack_samples(before[sid][0].samples)
-        b = unpack_samples(after[sid][0].samples)
-        p_values.append(float(mannwhitneyu(b, a, alternative="two-sided").pvalue))
+    p_values = rank_test_p_values(
+        [
+            (unpack_samples(after[sid][0].samples), unpack_samples(before[sid][0].samples))
+            for sid in common
+        ]
+    )
     q_values = list(false_discovery_control(p_values, method="bh")) if p_values else []
     rows = []
     for sid, p, q in zip(common, p_values, q_values, strict=True):

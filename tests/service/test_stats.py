@@ -21,3 +21,22 @@ def test_quartiles_and_extremes_match_numpy(n: int) -> None:
 def test_no_samples_is_an_error() -> None:
     with pytest.raises(ValueError, match="no samples"):
         summarize(np.empty(0))
+
+
+@pytest.mark.parametrize("alternative", ["two-sided", "greater", "less"])
+def test_batched_rank_tests_equal_one_call_per_pair(alternative: str) -> None:
+    from scipy.stats import mannwhitneyu
+
+    from service.analysis.verdicts import rank_test_p_values
+
+    rng = np.random.default_rng(7)
+    # Equal sizes (batched), odd ones out, small ones (exact test) and ties.
+    sizes = [(30, 90)] * 12 + [(30, 60), (29, 90), (5, 6), (5, 6), (12, 12)]
+    pairs = [
+        (rng.normal(100 + (i % 3 - 1) * 1.5, 1, n), np.round(rng.normal(100, 1, m), 1))
+        for i, (n, m) in enumerate(sizes)
+    ]
+    batched = rank_test_p_values(pairs, alternative)
+    single = [float(mannwhitneyu(h, b, alternative=alternative).pvalue) for h, b in pairs]
+    assert batched == pytest.approx(single, rel=1e-9, abs=1e-15)
+    assert min(single) < 0.01 < max(single)  # the data holds both outcomes
