@@ -17,7 +17,7 @@ from service.core.errors import ApiError
 from service.schemas.metrics import SeriesHistory
 from service.store import pages as store
 from service.store.queries import repository_named
-from service.store.series import history
+from service.store.series import histories as read_histories
 
 MAX_LINES = 8
 MIN_POINTS = 2
@@ -91,7 +91,7 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         "fingerprints": sorted({o.fingerprint for o in options}),
     }
     branch = q.branch or ""
-    histories = [history(session, s, repo.name, branch, q.points, False) for s in chosen]
+    histories = read_histories(session, chosen, repo.name, branch, q.points)
     starts = [h.points[0].committed_at for h in histories if h.points]
     alerts = (
         store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []

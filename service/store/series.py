@@ -11,10 +11,11 @@ from sqlalchemy.orm import Session
 from service.analysis.backlog import series_pending
 from service.analysis.stats import unpack_samples
 from service.core.errors import ApiError
+from service.core.sql import among
 from service.models import ChangePoint, Commit, Repository, Result, Run, Series
 from service.schemas import metrics as m
 from service.schemas.document import params_key
-from service.store.commits import statistics
+from service.store.commits import statistics_data
 
 
 def series_public(series: Series, repository: str) -> m.SeriesPublic:
@@ -79,9 +80,46 @@ def history(
     session: Session, series: Series, repository: str, branch: str, limit: int, with_samples: bool
 ) -> m.SeriesHistory:
     """The last `limit` results of the series on the branch, oldest first."""
+    return histories(session, [series], repository, branch, limit, with_samples)[0]
+
+
+def histories(
+    session: Session,
+    chosen: list[Series],
+    repository: str,
+    branch: str,
+    limit: int,
+    with_samples: bool = False,
+) -> list[m.SeriesHistory]:
+    """`history` of several series of one repository: what they share is read once (whether
+    the branch waits for change points, the change points), and each answer is validated
+    in one piece rather than point by point."""
+    if not chosen:
+        return []
+    points = {s.id: _points(session, s.id, branch, limit, with_samples) for s in chosen}
+    since = {sid: p[0]["committed_at"] for sid, p in points.items() if p}
+    shifts = _change_points(session, since, branch)
+    pending = series_pending(session, chosen[0].id, branch)
+    return [
+        m.SeriesHistory.model_validate(
+            {
+                "series": series_public(s, repository),
+                "branch": branch,
+                "points": points[s.id],
+                "change_points": shifts.get(s.id, []),
+                "change_points_pending": pending,
+            }
+        )
+        for s in chosen
+    ]
+
+
+def _points(
+    session: Session, series_id: int, branch: str, limit: int, with_samples: bool
+) -> list[dict[str, Any]]:
     newest = (
         select(Result.id)
-        .where(Result.series_id == series.id, Result.branch == branch)
+        .where(Result.series_id == series_id, Result.branch == branch)
         .order_by(Result.committed_at.desc(), Result.id.desc())
         .limit(limit)
         .subquery()
@@ -115,50 +153,54 @@ def history(
         .join(Run, Run.id == Result.run_id)
         .order_by(Result.committed_at, Result.id)
     ).all()
-    points = [
-        m.SeriesPoint(
-            commit=row.sha,
-            committed_at=row.committed_at,
-            author_name=row.author_name,
-            subject=row.subject.split("\n", 1)[0],
-            run_id=row.run_uuid,
-            statistics=statistics(row),
-            samples=unpack_samples(row.samples).tolist() if with_samples else None,
-        )
+    return [
+        {
+            "commit": row.sha,
+            "committed_at": row.committed_at,
+            "author_name": row.author_name,
+            "subject": row.subject.split("\n", 1)[0],
+            "run_id": row.run_uuid,
+            "statistics": statistics_data(row),
+            "samples": unpack_samples(row.samples).tolist() if with_samples else None,
+        }
         for row in rows
     ]
-    return m.SeriesHistory(
-        series=series_public(series, repository),
-        branch=branch,
-        points=points,
-        change_points=change_points(session, series.id, branch, points[0].committed_at)
-        if points
-        else [],
-        change_points_pending=series_pending(session, series.id, branch),
-    )
 
 
-def change_points(
-    session: Session, series_id: int, branch: str, since: datetime
-) -> list[m.ChangePointPublic]:
-    """The series' stored change points on the branch from `since` on, oldest first."""
+def _change_points(
+    session: Session, since: dict[int, datetime], branch: str
+) -> dict[int, list[dict[str, Any]]]:
+    """Per series, its stored change points on the branch from `since[series]` on, oldest
+    first: one query for all of them."""
+    if not since:
+        return {}
     rows = session.execute(
-        select(ChangePoint, Commit.sha, Commit.committed_at)
+        select(
+            ChangePoint.series_id,
+            ChangePoint.before_median,
+            ChangePoint.after_median,
+            ChangePoint.change,
+            Commit.sha,
+            Commit.committed_at,
+        )
         .join(Commit, Commit.id == ChangePoint.commit_id)
         .where(
-            ChangePoint.series_id == series_id,
+            among(session, ChangePoint.series_id, list(since)),
             ChangePoint.branch == branch,
-            Commit.committed_at >= since,
+            Commit.committed_at >= min(since.values()),
         )
         .order_by(Commit.committed_at, ChangePoint.id)
     ).all()
-    return [
-        m.ChangePointPublic(
-            commit=sha,
-            committed_at=committed_at,
-            before_median=cp.before_median,
-            after_median=cp.after_median,
-            change=cp.change,
-        )
-        for cp, sha, committed_at in rows
-    ]
+    out: dict[int, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.committed_at >= since[r.series_id]:
+            out.setdefault(r.series_id, []).append(
+                {
+                    "commit": r.sha,
+                    "committed_at": r.committed_at,
+                    "before_median": r.before_median,
+                    "after_median": r.after_median,
+                    "change": r.change,
+                }
+            )
+    return out
