@@ -38,6 +38,9 @@ from benchmarks.chaos.survey import (
     spooled,
     survey,
 )
+from service.core import failpoints
+
+AFTER_STORE_S = 0.25
 
 
 def agent_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path) -> Report:
@@ -218,7 +221,11 @@ def service_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path
     rng = random.Random(2)
     killed_in_flight = 0
     with scratch_database(kind, postgres_url, workdir) as db_url:
-        service = Service(db_url, workdir).start()
+        service = Service(db_url, workdir)
+        # Each stored run waits AFTER_STORE_S before its answer (service.core.failpoints), so
+        # that kills land between the commit and the answer too, not only inside the ingest.
+        service.env[failpoints.ENV] = f"after_store={AFTER_STORE_S}"
+        service.start()
         token = runner_token(service.env, "chaos-agent")
         runner = agent(service.url, token, workdir, service.env, "agent").start()
         jobs = enqueue(service.url, [first] * max(3, kills // 2), str(repo))
@@ -275,6 +282,13 @@ def service_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path
         f"{len(poster.cut_off)} posts cut off and sent again (a post takes "
         f"{1000 * float(np.median(poster.seconds or [0])):.0f} ms)",
         k + 1 == kills and killed_in_flight > 0,
+    )
+    stored_unanswered = sum(s == 200 for s, _ in poster.answered.values())
+    report.add(
+        "kills between the commit and the answer",
+        f"a {AFTER_STORE_S:g} s pause after each store",
+        f"{stored_unanswered} posts stored, cut off, sent again and answered 'already stored'",
+        stored_unanswered > 0,
     )
     posted = {d["run_id"] for d in docs}
     expected = {results for _, results in poster.answered.values()}

@@ -9,15 +9,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 from sqlalchemy.orm import Session
 
 from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
 from service.core.errors import ApiError
-from service.schemas.metrics import SeriesHistory
 from service.store import pages as store
 from service.store.queries import repository_named
-from service.store.series import histories as read_histories
+from service.store.series import histories_data
 
 MAX_LINES = 8
 MIN_POINTS = 2
@@ -55,7 +55,7 @@ class TrendQuery:
 class TrendView:
     data: dict[str, Any]
     lines: list[TrendLine]
-    histories: list[SeriesHistory]
+    histories: list[dict[str, Any]]  # m.SeriesHistory's shape, datetimes as such
 
 
 def trend_view(session: Session, q: TrendQuery) -> TrendView:
@@ -91,14 +91,14 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         "fingerprints": sorted({o.fingerprint for o in options}),
     }
     branch = q.branch or ""
-    histories = read_histories(session, chosen, repo.name, branch, q.points)
-    starts = [h.points[0].committed_at for h in histories if h.points]
+    histories = histories_data(session, chosen, repo.name, branch, q.points)
+    starts = [h["points"][0]["committed_at"] for h in histories if h["points"]]
     alerts = (
         store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
     )
     several = len({s.fingerprint for s in chosen}) > 1
     lines = [_line(h, alerts, several) for h in histories]
-    most = max((len(h.points) for h in histories), default=0)
+    most = max((len(h["points"]) for h in histories), default=0)
     message = None
     if not chosen:
         message = f"No {q.metric} series match these choices in {repo.name}."
@@ -120,7 +120,7 @@ def _data(
     q: TrendQuery,
     choices: dict[str, Any],
     matching: int,
-    histories: list[SeriesHistory],
+    histories: list[dict[str, Any]],
     message: str | None,
 ) -> dict[str, Any]:
     return {
@@ -130,45 +130,47 @@ def _data(
         "shown_series": len(histories),
         "max_lines": MAX_LINES,
         "message": message,
-        "series": [h.model_dump(mode="json") for h in histories],
+        # As the model writes them (times as ISO text ending in Z), for the template and twin.
+        "series": orjson.loads(orjson.dumps(histories, option=orjson.OPT_UTC_Z)),
         "alerts": [],
     }
 
 
-def _line(h: SeriesHistory, alerts: list[tuple], fingerprint: bool) -> TrendLine:
-    s = h.series
-    label = series_label(s.workload, s.params, s.kernel)
+def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool) -> TrendLine:
+    s = h["series"]
+    unit = s["unit"]
+    label = series_label(s["workload"], s["params"], s["kernel"])
     if fingerprint:
-        label += f" [{s.fingerprint[:8]}]"
+        label += f" [{s['fingerprint'][:8]}]"
     markers = [
         TrendMarker(
             kind="change_point",
-            sha=cp.commit,
-            committed_at=cp.committed_at,
-            text=f"change point {fmt_pct(cp.change)}: {fmt_value(cp.before_median, s.unit)} → "
-            f"{fmt_value(cp.after_median, s.unit)}",
-            value=cp.after_median,
+            sha=cp["commit"],
+            committed_at=cp["committed_at"],
+            text=f"change point {fmt_pct(cp['change'])}: {fmt_value(cp['before_median'], unit)}"
+            f" → {fmt_value(cp['after_median'], unit)}",
+            value=cp["after_median"],
         )
-        for cp in h.change_points
+        for cp in h["change_points"]
     ]
     markers += [
         TrendMarker(kind="alert", sha=sha, committed_at=at, text=f"alert #{aid} ({state}): {text}")
         for aid, sid, sha, at, state, text in alerts
-        if sid == s.id
+        if sid == s["id"]
     ]
     points = [
         TrendPoint(
-            sha=p.commit,
-            committed_at=p.committed_at,
-            author=p.author_name,
-            subject=p.subject,
-            median=p.statistics.median,
-            q1=p.statistics.q1,
-            q3=p.statistics.q3,
+            sha=p["commit"],
+            committed_at=p["committed_at"],
+            author=p["author_name"],
+            subject=p["subject"],
+            median=p["statistics"]["median"],
+            q1=p["statistics"]["q1"],
+            q3=p["statistics"]["q3"],
         )
-        for p in h.points
+        for p in h["points"]
     ]
-    return TrendLine(label=label, unit=s.unit, points=points, markers=markers)
+    return TrendLine(label=label, unit=unit, points=points, markers=markers)
 
 
 CSV_COLUMNS = (
@@ -178,21 +180,22 @@ CSV_COLUMNS = (
 )  # fmt: skip
 
 
-def trend_csv(histories: list[SeriesHistory]) -> str:
+def trend_csv(histories: list[dict[str, Any]]) -> str:
     """One row per point of every series shown, oldest first within each series."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for h in histories:
-        s = h.series
-        for p in h.points:
-            st = p.statistics
+        s = h["series"]
+        for p in h["points"]:
+            st = p["statistics"]
             writer.writerow(
                 [
-                    s.id, s.repository, s.workload, _params(s.params), s.kernel, s.metric,
-                    s.unit, s.fingerprint, h.branch, p.commit, p.committed_at.isoformat(),
-                    p.author_name, p.subject, p.run_id,
-                    st.n, st.median, st.q1, st.q3, st.min, st.max, st.mean, st.stdev,
+                    s["id"], s["repository"], s["workload"], _params(s["params"]), s["kernel"],
+                    s["metric"], s["unit"], s["fingerprint"], h["branch"], p["commit"],
+                    p["committed_at"].isoformat(), p["author_name"], p["subject"], p["run_id"],
+                    st["n"], st["median"], st["q1"], st["q3"], st["min"], st["max"], st["mean"],
+                    st["stdev"],
                 ]
             )  # fmt: skip
     return out.getvalue()

@@ -91,9 +91,24 @@ def histories(
     limit: int,
     with_samples: bool = False,
 ) -> list[m.SeriesHistory]:
-    """`history` of several series of one repository: what they share is read once (whether
-    the branch waits for change points, the change points), and each answer is validated
-    in one piece rather than point by point."""
+    """`history` of several series of one repository, each validated in one piece."""
+    return [
+        m.SeriesHistory.model_validate(h)
+        for h in histories_data(session, chosen, repository, branch, limit, with_samples)
+    ]
+
+
+def histories_data(
+    session: Session,
+    chosen: list[Series],
+    repository: str,
+    branch: str,
+    limit: int,
+    with_samples: bool = False,
+) -> list[dict[str, Any]]:
+    """The histories as plain data in m.SeriesHistory's shape (datetimes as such): what the
+    series share is read once (whether the branch waits for change points, the change
+    points), and a page that only draws them builds no models."""
     if not chosen:
         return []
     points = {s.id: _points(session, s.id, branch, limit, with_samples) for s in chosen}
@@ -101,15 +116,13 @@ def histories(
     shifts = _change_points(session, since, branch)
     pending = series_pending(session, chosen[0].id, branch)
     return [
-        m.SeriesHistory.model_validate(
-            {
-                "series": series_public(s, repository),
-                "branch": branch,
-                "points": points[s.id],
-                "change_points": shifts.get(s.id, []),
-                "change_points_pending": pending,
-            }
-        )
+        {
+            "series": series_public(s, repository).model_dump(),
+            "branch": branch,
+            "points": points[s.id],
+            "change_points": shifts.get(s.id, []),
+            "change_points_pending": pending,
+        }
         for s in chosen
     ]
 

@@ -88,6 +88,13 @@ def test_trends_keep_every_choice_and_export_csv(
     assert len(median["y"]) == 5 and median["customdata"][-1][7] == only["points"][-1]["commit"]
     assert "/trends.csv?" in page and "workload=train_step" in page
 
+    # The page reads plain data; the twin must say what the series API's model says.
+    api = anonymous.get(
+        "/api/v1/series",
+        params={"id": only["series"]["id"], "branch": "main", "limit": 5},
+    ).json()
+    assert only == api
+
     exported = anonymous.get(f"/trends.csv?{query}")
     assert exported.headers["content-type"].startswith("text/csv")
     assert "attachment" in exported.headers["content-disposition"]

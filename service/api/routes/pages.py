@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
@@ -62,8 +63,14 @@ TrendQueryDep = Annotated[TrendQuery, Depends(trend_query)]
 AlertStates = Query([], description="repeatable; default: suspected, open, acknowledged")
 
 
-def _json(data: dict[str, Any]) -> JSONResponse:
-    return JSONResponse(jsonable_encoder(data))
+def _json(data: dict[str, Any]) -> Response:
+    """A page's JSON twin. orjson writes the plain data (datetimes, dataclasses included) many
+    times faster than jsonable_encoder walks it (a trends page's: 58 ms); models and anything
+    else orjson does not know go through jsonable_encoder."""
+    return Response(
+        orjson.dumps(data, default=jsonable_encoder, option=orjson.OPT_NON_STR_KEYS),
+        media_type="application/json",
+    )
 
 
 def _page(request: Request, template: str, build: Callable[[], dict[str, Any]]) -> HTMLResponse:

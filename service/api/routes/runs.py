@@ -14,6 +14,7 @@ from service.analysis.backlog import analyse_run
 from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
+from service.core import failpoints
 from service.core.errors import ApiError
 from service.integrations import github
 from service.models import Commit, Repository, Result, Run
@@ -77,6 +78,8 @@ async def post_run(
             else f"run {outcome.run_id} was already stored; nothing changed"
         ),
     )
+    if outcome.stored:
+        await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if outcome.stored and outcome.pk is not None:
         if settings.analyse_in_request:
             analysed = await run_in_threadpool(analyse_run, factory, outcome.pk)

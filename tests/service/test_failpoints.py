@@ -1,0 +1,36 @@
+"""The chaos tests' pause points: configured from the environment, nothing when unset."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from service.core import failpoints
+
+
+@pytest.fixture(autouse=True)
+def _fresh_configuration(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(failpoints.ENV, raising=False)
+    failpoints._configured.cache_clear()
+    yield
+    failpoints._configured.cache_clear()
+
+
+def _paused(name: str) -> float:
+    started = time.monotonic()
+    asyncio.run(failpoints.pause(name))
+    return time.monotonic() - started
+
+
+def test_a_configured_point_pauses_and_others_do_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(failpoints.ENV, "after_store=0.2, other=0")
+    assert _paused("after_store") >= 0.2
+    assert _paused("other") < 0.05
+    assert _paused("unnamed") < 0.05
+
+
+def test_unset_means_no_pause() -> None:
+    assert failpoints._configured() == {}
+    assert _paused("after_store") < 0.05
