@@ -11,6 +11,7 @@ Values come from numpy, vectorised per chunk of commits.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, insert, text
+from sqlalchemy.exc import DBAPIError
 
 from service.analysis.stats import pack_samples, summarize
 from service.models import Base, Commit, Repository, Runner, Series
@@ -322,7 +324,8 @@ def _identity(s: SeriesSpec) -> str:
 
 
 def _finish(engine: Engine) -> None:
-    """Sequences past the loaded ids; statistics as autovacuum would have them on PostgreSQL."""
+    """Sequences past the loaded ids; statistics as autovacuum would have them on PostgreSQL;
+    the load written out (checkpointed) on both."""
     if engine.dialect.name != "postgresql":
         with engine.connect() as conn:
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -341,6 +344,11 @@ def _finish(engine: Engine) -> None:
                 )
             )
         conn.exec_driver_sql("VACUUM ANALYZE")
+        # As SQLite's WAL is checkpointed above: otherwise the checkpointer writes the load's
+        # pages out over the next minutes, beside (and into) the measurements. Needs superuser
+        # or pg_checkpoint; without either, the measurements share the box with it.
+        with contextlib.suppress(DBAPIError):
+            conn.exec_driver_sql("CHECKPOINT")
 
 
 def result_documents(
