@@ -21,12 +21,14 @@ from service.models import (
     Result,
     Run,
     Runner,
+    RunWorkload,
 )
 from service.models.base import utcnow
 from service.schemas.document import RunDocument
 from service.store.upsert import find_or_insert
 from service.store.workload_rows import (
     SummaryMismatch,
+    drawn_ids,
     many,
     store_workloads,
     summarize_timings,
@@ -165,8 +167,10 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
                 last_seen_at=utcnow(),
             ).id
     env = doc.environment
+    workload_ids = drawn_ids(session, RunWorkload, len(doc.workloads))
+    returning = [Run.id] if workload_ids is None else [Run.id, workload_ids]
     # Written first: on SQLite this takes the write lock that store_workloads relies on.
-    run_id = session.execute(
+    stored = session.execute(
         insert(Run)
         .values(
             run_uuid=doc.run_id,
@@ -189,8 +193,10 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
             finished_at=doc.finished_at,
             received_at=utcnow(),
         )
-        .returning(Run.id)
-    ).scalar_one()
+        .returning(*returning)
+    ).one()
+    run_id = stored[0]
+    ids = list(stored[1]) if workload_ids is not None else None
     many(session, BuildResource, [{"run_id": run_id, **k.model_dump()} for k in doc.build.kernels])
-    results = store_workloads(session, doc, run_id, repository_id, commit, timed)
+    results = store_workloads(session, doc, run_id, repository_id, commit, timed, ids)
     return run_id, results

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Row, select, text
+from sqlalchemy import Row, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -144,11 +144,13 @@ def store_workloads(
     repository_id: int,
     commit: Row[Any],
     timed: list[Timed],
+    workload_ids: list[int] | None = None,
 ) -> int:
-    """Rows for the document's workloads; `commit` has the stored commit's id and time."""
+    """Rows for the document's workloads; `commit` has the stored commit's id and time,
+    `workload_ids` the ids drawn for them beforehand (drawn_ids), if any."""
     if not doc.workloads:
         return 0
-    ids = _new_ids(session, RunWorkload, len(doc.workloads))
+    ids = workload_ids or _new_ids(session, RunWorkload, len(doc.workloads))
     many(
         session,
         RunWorkload,
@@ -210,6 +212,20 @@ def store_workloads(
         [_result_row(doc, run_id, commit, ids[t.index], series[t.identity], t) for t in timed],
     )
     return len(timed)
+
+
+def drawn_ids(session: Session, model: type, count: int) -> Any:
+    """On PostgreSQL, an expression that draws `count` ids of `model` from its sequence, for the
+    RETURNING of a statement sent anyway (one round trip less per document); else None."""
+    if count == 0 or session.get_bind().dialect.name != "postgresql":
+        return None
+    table = model.__table__  # type: ignore[attr-defined]
+    sequence = func.pg_get_serial_sequence(table.name, "id")
+    return (
+        select(func.array_agg(func.nextval(sequence)))
+        .select_from(func.generate_series(1, count))
+        .scalar_subquery()
+    )
 
 
 def _new_ids(session: Session, model: type, count: int) -> list[int]:
