@@ -63,7 +63,11 @@ def agent_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path) 
     spooled_at_kill: set[str] = set()
     spool = workdir / "agent-spool"
     with scratch_database(kind, postgres_url, workdir) as db_url:
-        service = Service(db_url, workdir).start()
+        service = Service(db_url, workdir)
+        # The agent removes a spooled result once the service has answered for it: the pause
+        # after each store keeps it there long enough for the kill "with its result spooled".
+        service.env[failpoints.ENV] = f"after_store={AFTER_STORE_S}"
+        service.start()
         token = runner_token(service.env, "chaos-agent")
         runner = agent(service.url, token, workdir, service.env, "agent")
         jobs = enqueue(service.url, [first] * (kills + 3), str(repo))
@@ -104,9 +108,10 @@ def agent_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path) 
                         timeout=120,
                         every=0.002,
                     )
-                    if not set(spooled(spool)) - before:
-                        continue  # posted before we saw it: try this point on the next job
-                spooled_at_kill |= set(spooled(spool))
+                now = set(spooled(spool))  # one listing: the file may go at any moment
+                if point == "with its result spooled" and not now - before:
+                    continue  # posted before we saw it: try this point on the next job
+                spooled_at_kill |= now
                 runner.kill9()
                 stale |= {(j["id"], j["attempt"]) for j in running()}
                 tried[point] += 1
