@@ -44,6 +44,14 @@ from service.core.db import create_db_engine
 AFTER_STORE_S = 0.25
 
 
+def paused_service(db_url: str, workdir: Path) -> Service:
+    """The service, started with every stored run waiting AFTER_STORE_S before its answer
+    (service.core.failpoints)."""
+    service = Service(db_url, workdir)
+    service.env[failpoints.ENV] = f"after_store={AFTER_STORE_S}"
+    return service.start()
+
+
 def stored(engine: Any, run_id: str) -> bool:
     from sqlalchemy import select
 
@@ -63,11 +71,9 @@ def agent_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path) 
     spooled_at_kill: set[str] = set()
     spool = workdir / "agent-spool"
     with scratch_database(kind, postgres_url, workdir) as db_url:
-        service = Service(db_url, workdir)
         # The agent removes a spooled result once the service has answered for it: the pause
         # after each store keeps it there long enough for the kill "with its result spooled".
-        service.env[failpoints.ENV] = f"after_store={AFTER_STORE_S}"
-        service.start()
+        service = paused_service(db_url, workdir)
         token = runner_token(service.env, "chaos-agent")
         runner = agent(service.url, token, workdir, service.env, "agent")
         jobs = enqueue(service.url, [first] * (kills + 3), str(repo))
@@ -238,11 +244,8 @@ def service_kills(kind: str, kills: int, postgres_url: str | None, workdir: Path
     rng = random.Random(2)
     killed_in_flight = 0
     with scratch_database(kind, postgres_url, workdir) as db_url:
-        service = Service(db_url, workdir)
-        # Each stored run waits AFTER_STORE_S before its answer (service.core.failpoints), so
-        # that kills land between the commit and the answer too, not only inside the ingest.
-        service.env[failpoints.ENV] = f"after_store={AFTER_STORE_S}"
-        service.start()
+        # Kills land between the commit and the answer too, not only inside the ingest.
+        service = paused_service(db_url, workdir)
         token = runner_token(service.env, "chaos-agent")
         runner = agent(service.url, token, workdir, service.env, "agent").start()
         jobs = enqueue(service.url, [first] * max(3, kills // 2), str(repo))

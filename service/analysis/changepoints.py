@@ -42,11 +42,11 @@ import numpy as np
 import ruptures as rpt
 from numpy.lib.stride_tricks import sliding_window_view
 from sqlalchemy import Connection, delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.analysis.baseline import ancestry
 from service.analysis.verdicts import NOISE_MULTIPLE, class_floor
+from service.core.sql import dialect_insert
 from service.models import ChangePoint, Commit, Result, Run
 from service.models.base import utcnow
 
@@ -313,9 +313,7 @@ def _same(cp: Any, shift: Shift) -> bool:
 def _upsert(session: Session, rows: list[dict]) -> None:
     """Insert; a concurrent ingest of the same series and branch may have stored the same commit
     (PostgreSQL, several replicas): the later values win instead of failing the run."""
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    stmt = insert(ChangePoint).values(rows)
+    stmt = dialect_insert(session)(ChangePoint).values(rows)
     session.execute(
         stmt.on_conflict_do_update(
             index_elements=["series_id", "branch", "commit_id"],

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import ColumnElement, any_, bindparam
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
@@ -21,3 +22,10 @@ def among(session: Session, column: Any, values: Iterable[Any]) -> ColumnElement
     if session.get_bind().dialect.name != "postgresql":
         return column.in_(values)
     return column == any_(bindparam(None, values, type_=ARRAY(column.type)))
+
+
+def dialect_insert(session: Session) -> Any:
+    """The INSERT construct of the session's dialect, for ON CONFLICT clauses (PostgreSQL's
+    and SQLite's share one shape)."""
+    dialect = session.get_bind().dialect.name
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert

@@ -161,6 +161,7 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
                 Runner,
                 {"name": doc.runner.name},
                 [Runner.id],
+                insert_first=True,  # not there a moment ago
                 host=doc.runner.host,
                 labels=doc.runner.labels,
                 created_at=utcnow(),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from sqlalchemy import Row, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from service.core.sql import dialect_insert
 from service.models import Base
 
 M = TypeVar("M", bound=Base)
@@ -23,9 +23,7 @@ def get_or_create(session: Session, model: type[M], key: dict[str, Any], **value
     found = session.scalars(select(model).filter_by(**key)).one_or_none()
     if found is not None:
         return found
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    session.execute(insert(model).values(**key, **values).on_conflict_do_nothing())
+    session.execute(dialect_insert(session)(model).values(**key, **values).on_conflict_do_nothing())
     return session.scalars(select(model).filter_by(**key)).one()
 
 
@@ -48,8 +46,6 @@ def find_or_insert(
         found = session.execute(query).one_or_none()
         if found is not None:
             return found
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    statement = insert(model).values(**key, **values).on_conflict_do_nothing()
+    statement = dialect_insert(session)(model).values(**key, **values).on_conflict_do_nothing()
     inserted = session.execute(statement.returning(*columns)).one_or_none()
     return inserted if inserted is not None else session.execute(query).one()

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Row, func, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from service.analysis.stats import Summary, pack_samples, summarize
+from service.core.sql import dialect_insert
 from service.core.units import to_microseconds_factor
 from service.models import (
     CorrectnessOutcome,
@@ -104,11 +104,6 @@ def _series_ids(
     )
     missing = [t for t in timed if t.identity not in known]
     if missing:
-        insert_ = (
-            postgresql.insert
-            if session.get_bind().dialect.name == "postgresql"
-            else (sqlite.insert)
-        )
         rows = []
         for t in missing:
             w = doc.workloads[t.index]
@@ -128,7 +123,7 @@ def _series_ids(
                     "created_at": utcnow(),
                 }
             )
-        session.execute(insert_(Series).values(rows).on_conflict_do_nothing())
+        session.execute(dialect_insert(session)(Series).values(rows).on_conflict_do_nothing())
         known = dict(
             session.execute(
                 select(Series.identity, Series.id).where(Series.identity.in_(wanted))
@@ -147,10 +142,14 @@ def store_workloads(
     workload_ids: list[int] | None = None,
 ) -> int:
     """Rows for the document's workloads; `commit` has the stored commit's id and time,
-    `workload_ids` the ids drawn for them beforehand (drawn_ids), if any."""
+    `workload_ids` the ids drawn for them beforehand (drawn_ids; always on PostgreSQL)."""
     if not doc.workloads:
         return 0
-    ids = workload_ids or _new_ids(session, RunWorkload, len(doc.workloads))
+    ids = (
+        workload_ids
+        if workload_ids is not None
+        else _ids_after_largest(session, RunWorkload, len(doc.workloads))
+    )
     many(
         session,
         RunWorkload,
@@ -228,24 +227,14 @@ def drawn_ids(session: Session, model: type, count: int) -> Any:
     )
 
 
-def _new_ids(session: Session, model: type, count: int) -> list[int]:
-    """Primary keys for `count` new rows, so that the rows can be written without RETURNING
-    (which takes SQLAlchemy's slow row-by-row path) and still be pointed at.
-
-    PostgreSQL draws them from the column's sequence. SQLite has no sequence: the ids follow the
-    table's largest, which is safe because this transaction already holds SQLite's one write
-    lock (the run row is written first)."""
+def _ids_after_largest(session: Session, model: type, count: int) -> list[int]:
+    """SQLite's primary keys for `count` new rows, so that the rows can be written without
+    RETURNING (which takes SQLAlchemy's slow row-by-row path) and still be pointed at: SQLite has
+    no sequence, so they follow the table's largest, which is safe because this transaction
+    already holds SQLite's one write lock (the run row is written first). PostgreSQL's come from
+    the sequence, drawn with the run row (drawn_ids)."""
+    assert session.get_bind().dialect.name == "sqlite", "PostgreSQL's ids come from drawn_ids"
     table = model.__table__  # type: ignore[attr-defined]
-    if session.get_bind().dialect.name == "postgresql":
-        return list(
-            session.scalars(
-                text(
-                    "SELECT nextval(pg_get_serial_sequence(:table, 'id')) "
-                    "FROM generate_series(1, :count)"
-                ),
-                {"table": table.name, "count": count},
-            )
-        )
     top = session.scalar(text(f'SELECT coalesce(max(id), 0) FROM "{table.name}"')) or 0
     return list(range(top + 1, top + 1 + count))
 
