@@ -159,6 +159,10 @@ def commit_metrics_data(
     runs = latest_runs(session, commit, branch)
     branch = runs[0].branch if runs else branch
     run_by_id = {r.id: r for r in runs}
+    # Read before what they qualify: "not pending" then holds for every row read after it
+    # (outside a transaction, SQLite reads each statement afresh, as PostgreSQL does).
+    analysis_pending = runs_pending(session, list(run_by_id), Run.analysed_at)
+    change_points_pending = runs_pending(session, list(run_by_id), Run.change_points_at)
     workloads = session.execute(
         select(*_WORKLOAD).where(RunWorkload.run_id.in_(run_by_id)).order_by(RunWorkload.id)
     ).all()
@@ -294,8 +298,8 @@ def commit_metrics_data(
         ],
         "absent": _absent(session, [v for v in verdicts if v.result_id is None]),
         "verdict_counts": dict(Counter(v.verdict for v in verdicts)),
-        "analysis_pending": runs_pending(session, list(run_by_id), Run.analysed_at),
-        "change_points_pending": runs_pending(session, list(run_by_id), Run.change_points_at),
+        "analysis_pending": analysis_pending,
+        "change_points_pending": change_points_pending,
     }
 
 

@@ -111,10 +111,11 @@ def histories_data(
     points), and a page that only draws them builds no models."""
     if not chosen:
         return []
+    # Read before the change points: "not pending" then holds for those read after it.
+    pending = series_pending(session, chosen[0].id, branch)
     points = {s.id: _points(session, s.id, branch, limit, with_samples) for s in chosen}
     since = {sid: p[0]["committed_at"] for sid, p in points.items() if p}
     shifts = _change_points(session, since, branch)
-    pending = series_pending(session, chosen[0].id, branch)
     return [
         {
             "series": series_public(s, repository).model_dump(),
