@@ -307,7 +307,8 @@ def _small_rows(engine: Engine, specs: list[SeriesSpec], keys: list[str]) -> Non
         rows = [
             {"id": s.id, "identity": _identity(s), "repository_id": 1, "suite": SUITE,
              "workload": s.workload, "params": s.params, "params_key": key, "kernel": s.kernel,
-             "metric": "duration", "unit": "us", "fingerprint": FINGERPRINT, "created_at": now}
+             "metric": "duration", "unit": "us", "method": "cuda_events",
+             "fingerprint": FINGERPRINT, "created_at": now}
             for s, key in zip(specs, keys, strict=True)
         ]  # fmt: skip
         conn.execute(insert(Series), rows)
@@ -319,7 +320,7 @@ def _unless(mask: np.ndarray, values: np.ndarray) -> list[float | None]:
 
 def _identity(s: SeriesSpec) -> str:
     workload = SimpleNamespace(name=s.workload, params=s.params)
-    timing = SimpleNamespace(kernel=s.kernel, metric="duration")
+    timing = SimpleNamespace(kernel=s.kernel, metric="duration", method="cuda_events")
     return series_identity(1, SUITE, workload, timing, FINGERPRINT)  # type: ignore[arg-type]
 
 

@@ -11,9 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.attribution import attribute
+from service.analysis.baseline import ancestry
 from service.analysis.verdicts import class_floor
 from service.core.units import to_microseconds_factor
-from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series, Verdict
+from service.models import Alert, AlertEvent, Commit, Job, Result, Run, Runner, Series, Verdict
 from service.models.base import utcnow
 from service.store import jobs as queue
 
@@ -34,33 +35,112 @@ def transition(session: Session, alert: Alert, to_state: str, actor: str, note: 
 
 def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attempts: int) -> None:
     """Open suspected alerts for new regressions (with one confirmation job for the run) and
-    close active alerts whose series came back."""
-    active = {
+    close active alerts whose series came back. A run analysed again (an earlier commit arrived
+    after it) keeps the alerts it opened, but dismisses a still suspected one whose regression
+    it no longer finds."""
+    series_ids = [v.series_id for v in verdicts]
+    own = {
         a.series_id: a
         for a in session.scalars(
-            select(Alert).where(
-                Alert.series_id.in_([v.series_id for v in verdicts]),
-                Alert.state.in_(ACTIVE),
-                Alert.branch == run.branch,
-            )
+            select(Alert).where(Alert.run_id == run.id, Alert.series_id.in_(series_ids))
         )
     }
+    active: dict[int, Alert] = {}
+    for a in session.scalars(
+        select(Alert)
+        .where(
+            Alert.series_id.in_(series_ids),
+            Alert.state.in_((*ACTIVE, "fixed")),
+            Alert.branch == run.branch,
+            Alert.run_id != run.id,
+        )
+        .order_by(Alert.id)
+    ):
+        # An active alert first; else the newest fixed one, whose fix may be an earlier commit
+        # that arrived after the one that closed it.
+        if a.series_id not in active or active[a.series_id].state == "fixed":
+            active[a.series_id] = a
+    line: set[int] | None = None
     suspected: list[Alert] = []
     for v in verdicts:
+        mine = own.get(v.series_id)
+        if mine is not None:
+            if mine.state == "suspected" and v.verdict != "regressed":
+                transition(
+                    session,
+                    mine,
+                    "dismissed",
+                    "kernelwatch",
+                    "analysed again after an earlier commit arrived: no longer a regression "
+                    f"({v.verdict})",
+                )
+            continue
         alert = active.get(v.series_id)
-        if v.verdict == "regressed" and alert is None:
+        if v.verdict == "regressed" and (alert is None or alert.state == "fixed"):
             suspected.append(_suspect(session, run, v))
-        elif alert is not None and alert.state != "suspected" and _back(session, alert, v):
-            alert.fixed_by_commit_id = run.commit_id
-            transition(
-                session,
-                alert,
-                "fixed",
-                "kernelwatch",
-                f"back to baseline at {_sha(session, run.commit_id)[:12]}",
-            )
+        elif alert is not None and v.verdict != "regressed" and _back(session, alert, v):
+            if line is None:
+                line = _line(session, run)
+            if alert.commit_id in line:  # a descendant of the regression, not an earlier commit
+                _fixed_by(session, alert, run, v)
     if suspected:
         _queue_confirmation(session, run, suspected, max_attempts)
+
+
+def _line(session: Session, run: Run) -> set[int]:
+    head = session.get(Commit, run.commit_id)
+    assert head is not None
+    return set(ancestry(session, head, run.branch))
+
+
+def _fixed_by(session: Session, alert: Alert, run: Run, v: Verdict) -> None:
+    """`run` brought the series back: an open alert is closed as fixed, by kernelwatch, naming
+    the commit, the run and the change; a still suspected one is closed so once confirmed. The
+    fix is the first commit back: one that arrives after a later commit closed the alert takes
+    its place."""
+    if alert.fixed_by_commit_id is not None:
+        later = session.get(Commit, alert.fixed_by_commit_id)
+        own = session.get(Commit, run.commit_id)
+        if later is None or own is None or own.sha not in (later.ancestors or ()):
+            return
+    elif alert.state == "fixed":
+        return  # a person closed it
+    sha = _sha(session, run.commit_id)[:12]
+    base = alert.attribution.get("base_median")
+    change = f"{v.change:+.1%} against the regressed level, " if v.change is not None else ""
+    why = (
+        f"fixed by {sha} (run {run.run_uuid}): {change}back within "
+        f"{class_floor(base):.0%} of the {base:.4g} us it regressed from"
+    )
+    alert.fixed_by_commit_id = run.commit_id
+    if alert.state in ("suspected", "fixed"):
+        session.add(
+            AlertEvent(
+                alert_id=alert.id,
+                from_state=alert.state,
+                to_state=alert.state,
+                actor="kernelwatch",
+                note=why
+                if alert.state == "fixed"
+                else f"{why}; closed as fixed once the regression is confirmed",
+            )
+        )
+        return
+    transition(session, alert, "fixed", "kernelwatch", why)
+
+
+def triage(session: Session, alert: Alert, state: str, actor: str, note: str) -> None:
+    """A person's call on an alert. Marked fixed without a fixing commit known, the newest
+    commit measured for the series on the branch is taken as the fix: the level from there on
+    is accepted (service.analysis.segments)."""
+    if state == "fixed" and alert.fixed_by_commit_id is None:
+        alert.fixed_by_commit_id = session.scalar(
+            select(Result.commit_id)
+            .where(Result.series_id == alert.series_id, Result.branch == alert.branch)
+            .order_by(Result.committed_at.desc(), Result.id.desc())
+            .limit(1)
+        )
+    transition(session, alert, state, actor, note)
 
 
 def _sha(session: Session, commit_id: int | None) -> str:
@@ -73,8 +153,6 @@ def _back(session: Session, alert: Alert, v: Verdict) -> bool:
     base = alert.attribution.get("base_median")
     if v.result_id is None or not base:
         return False
-    from service.models import Result
-
     result = session.get(Result, v.result_id)
     return result is not None and (result.median - base) / base <= class_floor(base)
 
@@ -201,6 +279,16 @@ def confirm(
                 session, alert, "open", actor, f"confirmed interleaved: {change:+.1%} (p = {p:.2g})"
             )
             bisect.start(session, alert, job, actor)
+            if alert.fixed_by_commit_id is not None:
+                sha = _sha(session, alert.fixed_by_commit_id)[:12]
+                transition(
+                    session,
+                    alert,
+                    "fixed",
+                    "kernelwatch",
+                    f"fixed by {sha}, which came back to the earlier level before the "
+                    "confirmation did",
+                )
         else:
             transition(
                 session,

@@ -6,7 +6,10 @@ more than storing it, so a stored run waits here (runs.analysed_at and runs.chan
 are NULL) and the app works it off a moment later (service.api.background), or, with
 `analyse_in_request`, before the POST answers.
 
-Verdicts and alerts are decided run by run, in the order the runs were stored. Change points
+Verdicts and alerts are decided run by run, ancestors first (a burst posted out of order is
+decided as if it had come in order); a run whose commit is an ancestor of runs analysed before
+it (it arrived late) puts those back on the backlog, so that every verdict is the same whatever
+the order the runs arrived in. Change points
 are coalesced: the newest run's window on a branch covers the older runs' commits, so a run that
 is covered (its commit in a window just re-segmented, its series among those re-segmented) is
 marked done without work of its own, and a burst of runs costs one re-segmentation.
@@ -29,11 +32,13 @@ from service.analysis.alerts import update_alerts
 from service.analysis.changepoints import Segmented, update_change_points
 from service.analysis.evaluate import evaluate_run
 from service.core.db import one_writer
-from service.models import Result, Run, Series
+from service.models import Commit, Result, Run, Series
 from service.models.base import utcnow
 
 BATCH = 500
 CONFIRM_ATTEMPTS = 3
+# Verdicts decided in one go (late arrivals put runs back; the rest waits for the next turn).
+MAX_ANALYSES = 4 * BATCH
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,12 @@ def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datet
 
 def analyse_run(factory: sessionmaker[Session], run_id: int) -> str | None:
     """Decide one run's verdicts and alerts; its run id, or None when another process did."""
+    outcome = _analyse(factory, run_id)
+    return outcome[0] if outcome is not None else None
+
+
+def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, int] | None:
+    """(run id, runs put back on the backlog) or None when another process took the run."""
     with one_writer(factory), factory() as session, session.begin():
         if not _claim(session, run_id, Run.analysed_at):
             return None
@@ -87,23 +98,85 @@ def analyse_run(factory: sessionmaker[Session], run_id: int) -> str | None:
         assert run is not None
         verdicts = evaluate_run(session, run)
         update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
-        return run.run_uuid
+        return run.run_uuid, _reopen_descendants(session, run)
+
+
+def _reopen_descendants(session: Session, run: Run) -> int:
+    """Put back on the backlog the analysed runs of the run's series whose commits descend from
+    its commit: it arrived after them, so their baselines lacked it. Found among the results
+    dated at or after the commit (the (series, branch, time) index: nothing, usually), then by
+    their commits' ancestry."""
+    head = session.get(Commit, run.commit_id)
+    assert head is not None
+    series = select(Result.series_id).where(Result.run_id == run.id)
+    later = session.execute(
+        select(Run.id, Commit.ancestors, Commit.committed_at)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(
+            Run.id.in_(
+                select(Result.run_id).where(
+                    Result.series_id.in_(series),
+                    Result.branch == run.branch,
+                    Result.committed_at >= head.committed_at,
+                    Result.run_id != run.id,
+                )
+            ),
+            Run.analysed_at.is_not(None),
+        )
+    ).all()
+    descendants = [
+        rid
+        for rid, ancestors, committed_at in later
+        if (head.sha in ancestors if ancestors else committed_at > head.committed_at)
+    ]
+    if descendants:
+        session.execute(
+            update(Run)
+            .where(Run.id.in_(descendants))
+            .values(analysed_at=None)
+            .execution_options(synchronize_session=False)
+        )
+    return len(descendants)
+
+
+def in_ancestry_order(session: Session, run_ids: list[int]) -> list[int]:
+    """The runs with every commit's ancestors first: a burst posted out of order is decided as
+    if it had come in order (a first-parent line's commits list ever more ancestors; the
+    runner caps the list, so ties go by commit time, then by store order)."""
+    if len(run_ids) < 2:
+        return run_ids
+    rows = session.execute(
+        select(Run.id, Commit.ancestors, Commit.committed_at)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(Run.id.in_(run_ids))
+    ).all()
+    order = sorted(rows, key=lambda r: (len(r.ancestors or ()), r.committed_at, r.id))
+    return [r.id for r in order]
 
 
 def process_pending(
     factory: sessionmaker[Session], on_analysed: Callable[[str], None] | None = None
 ) -> Worked:
-    """Work off what the backlog holds: verdicts first (in store order), then change points."""
-    with factory() as session:
-        to_analyse = waiting_runs(session, Run.analysed_at)
-    analysed = []
-    for run_id in to_analyse:
-        run_uuid = analyse_run(factory, run_id)
-        if run_uuid is not None:
-            analysed.append(run_uuid)
-            if on_analysed is not None:
-                on_analysed(run_uuid)
+    """Work off what the backlog holds: verdicts first, ancestors before descendants (a late
+    ancestor puts its descendants back, and they are decided after it, once), then change
+    points."""
+    analysed: list[str] = []
+    todo = _ordered_waiting(factory)
+    while todo and len(analysed) < MAX_ANALYSES:
+        outcome = _analyse(factory, todo.pop(0))
+        if outcome is None:
+            continue
+        analysed.append(outcome[0])
+        if on_analysed is not None:
+            on_analysed(outcome[0])
+        if outcome[1]:  # descendants back on the backlog: they take their place in the order
+            todo = _ordered_waiting(factory)
     return Worked(analysed, segment_pending(factory))
+
+
+def _ordered_waiting(factory: sessionmaker[Session]) -> list[int]:
+    with factory() as session:
+        return in_ancestry_order(session, waiting_runs(session, Run.analysed_at))
 
 
 def segment_pending(factory: sessionmaker[Session]) -> int:
@@ -126,18 +199,21 @@ def segment_pending(factory: sessionmaker[Session]) -> int:
     done = 0
     for members in groups.values():
         covered: list[Segmented] = []
-        # Newest stored first: its window usually reaches the others' commits.
+        reach = frozenset(row.commit_id for row in members)
+        # Newest stored first: its window reaches back over the others' commits (`reach`).
         for row in sorted(members, key=lambda r: -r.id):
             series = measured.get(row.id, set())
             skip = any(row.commit_id in c.window and series <= c.series for c in covered)
-            segmented = _segment(factory, row.id, skip)
+            segmented = _segment(factory, row.id, skip, reach)
             if segmented is not None:
                 done += 1
                 covered.append(segmented)
     return done
 
 
-def _segment(factory: sessionmaker[Session], run_id: int, skip: bool) -> Segmented | None:
+def _segment(
+    factory: sessionmaker[Session], run_id: int, skip: bool, reach: frozenset[int] = frozenset()
+) -> Segmented | None:
     """None when another process took the run first."""
     with one_writer(factory), factory() as session, session.begin():
         if not _claim(session, run_id, Run.change_points_at):
@@ -146,7 +222,7 @@ def _segment(factory: sessionmaker[Session], run_id: int, skip: bool) -> Segment
             return Segmented(0, frozenset(), frozenset())
         run = session.get(Run, run_id)
         assert run is not None
-        return update_change_points(session, run)
+        return update_change_points(session, run, reach)
 
 
 def _claim(session: Session, run_id: int, column: ColumnElement) -> bool:

@@ -1,4 +1,10 @@
-"""The baseline of a series: its last K results along the branch's first-parent ancestry."""
+"""The baseline of a series at a commit: its ancestors' results since the last level shift.
+
+The ancestors are the commit's first-parent line (`ancestry`); the series' nearest WINDOW
+results along it are read with the level shifts recorded at them (`_markers`), and
+`service.analysis.segments` says where the newest segment starts. Its K nearest results (their
+samples) are what the head is tested against; the medians of the whole segment give the noise.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +15,13 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.analysis.segments import Point, Segment, segment_of
 from service.analysis.stats import unpack_samples
 from service.core.sql import among
-from service.models import Commit, Result, Run
+from service.models import Alert, Commit, Result, Run, Verdict
 
-K = 8
+K = 8  # results of the segment whose samples are the baseline
+WINDOW = 64  # results read per series to find its segment
 MAX_ANCESTRY = 1000
 
 
@@ -91,12 +99,33 @@ def nearest_results(
     return {sid: list(per.values()) for sid, per in chosen.items() if per}
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """What a series' result at the head is compared with: the newest segment of its ancestors'
+    results (`segments.segment_of`), its K nearest results with their samples, and the medians
+    of the whole segment (the noise floor's spread)."""
+
+    results: list[BaselineResult]  # nearest first
+    segment_medians: list[float]  # nearest first
+    segment: Segment
+    start_commit_id: int
+
+
 def baselines(
     session: Session, series_ids: list[int], commit_ids: list[int], k: int = K
-) -> dict[int, list[BaselineResult]]:
-    """Per series, its results at the nearest `k` ancestor commits, with their samples."""
-    nearest = nearest_results(session, series_ids, commit_ids, k)
-    wanted = [rid for rows in nearest.values() for rid, _, _, _ in rows]
+) -> dict[int, Baseline]:
+    """Per series with an ancestor result, its baseline: the segment since the last level shift
+    among its nearest WINDOW ancestor results, and that segment's nearest `k` results."""
+    nearest = nearest_results(session, series_ids, commit_ids, WINDOW)
+    markers = _markers(session, nearest)
+    chosen: dict[int, tuple[list, Segment]] = {}
+    for sid, rows in nearest.items():
+        points = [
+            Point(cid, median, *markers.get((sid, cid), (None, ""))) for _, cid, median, _ in rows
+        ]
+        segment = segment_of(points)
+        chosen[sid] = (rows[: segment.length], segment)
+    wanted = [rid for rows, _ in chosen.values() for rid, _, _, _ in rows[:k]]
     samples = (
         dict(
             session.execute(
@@ -107,9 +136,70 @@ def baselines(
         else {}
     )
     return {
-        sid: [
-            BaselineResult(rid, cid, median, unpack_samples(samples[rid]))
-            for rid, cid, median, _ in rows
-        ]
-        for sid, rows in nearest.items()
+        sid: Baseline(
+            [
+                BaselineResult(rid, cid, median, unpack_samples(samples[rid]))
+                for rid, cid, median, _ in rows[:k]
+            ],
+            [median for _, _, median, _ in rows],
+            segment,
+            rows[-1][1],
+        )
+        for sid, (rows, segment) in chosen.items()
     }
+
+
+_SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}
+
+
+def _markers(
+    session: Session, nearest: dict[int, list[tuple[int, int, float, int]]]
+) -> dict[tuple[int, int], tuple[str | None, str]]:
+    """(series, commit) -> (marker, note) for the level shifts recorded at the points read:
+    the verdicts that found a change there, overridden by what the alerts of those changes say
+    (withdrawn when dismissed or invalid, accepted when acknowledged, a new level at the commit
+    that fixed it)."""
+    result_ids = [rid for rows in nearest.values() for rid, _, _, _ in rows]
+    if not result_ids:
+        return {}
+    point = {rid: (sid, cid) for sid, rows in nearest.items() for rid, cid, _, _ in rows}
+    out: dict[tuple[int, int], tuple[str | None, str]] = {}
+    for rid, verdict in session.execute(
+        select(Verdict.result_id, Verdict.verdict).where(
+            among(session, Verdict.result_id, result_ids),
+            Verdict.verdict.in_(list(_SHIFT_VERDICTS)),
+        )
+    ):
+        out[point[rid]] = (_SHIFT_VERDICTS[verdict], "")
+    commits = {cid for _, cid in point.values()}
+    alerts = session.execute(
+        select(
+            Alert.id,
+            Alert.series_id,
+            Alert.commit_id,
+            Alert.fixed_by_commit_id,
+            Alert.state,
+            Alert.updated_by,
+        )
+        .where(
+            among(session, Alert.series_id, list(nearest)),
+            Alert.state.in_(("open", "acknowledged", "fixed", "dismissed", "invalid")),
+        )
+        .order_by(Alert.id)
+    ).all()
+    for a in alerts:
+        at = (a.series_id, a.commit_id)
+        if a.commit_id in commits and at in out:
+            if a.state in ("dismissed", "invalid"):
+                by = "the confirmation" if a.state == "dismissed" else a.updated_by
+                out[at] = (None, f"alert {a.id} {a.state} by {by}")
+            elif a.state == "acknowledged":
+                out[at] = ("acknowledged", f"alert {a.id} acknowledged by {a.updated_by}")
+            else:
+                out[at] = (out[at][0], f"alert {a.id} {a.state}")
+        if a.state == "fixed" and a.fixed_by_commit_id in commits:
+            out[(a.series_id, a.fixed_by_commit_id)] = (
+                "fixed",
+                f"alert {a.id} fixed, closed by {a.updated_by}",
+            )
+    return out

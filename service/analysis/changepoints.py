@@ -1,159 +1,44 @@
-"""Change points: where a series' level shifted, over its history along a branch.
+"""Change points: where a series' level shifted, over its history along a branch (stored).
 
 Order. A series' points are its medians along the first-parent ancestry of the branch's newest
 measured commit (the same line the verdict baselines walk, `baseline.ancestry`), oldest first,
 one point per commit (the newest run wins at a commit measured twice). Commit time would mix in
 commits that a force push removed from the branch and trust committer clocks; the ancestry the
 runner read from git does neither, and without one `ancestry` falls back to the branch's runs by
-time anyway.
-
-Detection. An equivalent of E-divisive means from a maintained package: exact penalised
-segmentation (PELT, via `ruptures.KernelCPD` with the linear kernel, i.e. the L2 / mean-shift
-cost, in C: 0.4 ms for 200 flat points, quadratic in n) of the medians standardised by the
-series' own noise. The noise is the MAD of first differences / sqrt(2) (robust to the steps
-themselves), never below 0.1% of the level, and the penalty is PENALTY x log(n) in those units, a
-conservative BIC (about 0.2% of pure-noise series of 200 points get any candidate).
-Candidates are then pruned, weakest first, until every remaining shift between the medians of
-its adjacent segments exceeds the floor a verdict would need: the duration class's floor
-(`verdicts.class_floor`, larger for shorter kernels) or NOISE_MULTIPLE x the relative noise,
-whichever is larger. Segments are at least MIN_SIZE points long, so a single
-outlying run never makes a change point, and a shift shows up once MIN_SIZE results after it
-are in (the run's own verdict covers the newest commit before that).
+time anyway. Detection itself is `service.analysis.steps.detect`.
 
 Ingest. Shortly after a run is stored (service.analysis.backlog, which lets a burst of runs
 on one branch cost one re-segmentation), the series the run measured are re-segmented over
-their newest MAX_POINTS ancestry commits and their stored change points on that branch are
-replaced. Reading the medians is most of the cost (a row lookup each; 30 series x 200 points is
-~25 ms on SQLite), hence 64 points, plenty to place a shift above the floors. Once a window holds
-FREEZE_AFTER points, its oldest GUARD points are context only: change points there stay as stored,
-so a shift does not vanish as the window slides past it, and the full history keeps them all.
+their newest MAX_POINTS ancestry commits, or further back when other runs of the same burst sit
+there (`reach`: a burst of 120 commits is segmented once over all of them), and their stored
+change points on that branch are replaced. Reading the medians is most of the cost (a row
+lookup each; 30 series x 200 points is ~25 ms on SQLite), hence 64 points, plenty to place a
+shift above the floors. Once a window holds FREEZE_AFTER points, its oldest GUARD points are
+context only: change points there stay as stored, so a shift does not vanish as the window
+slides past it, and the full history keeps them all.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
-from itertools import pairwise
 from typing import Any
 
-import numpy as np
-import ruptures as rpt
-from numpy.lib.stride_tricks import sliding_window_view
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.baseline import ancestry
-from service.analysis.verdicts import NOISE_MULTIPLE, class_floor
+from service.analysis.baseline import MAX_ANCESTRY, ancestry
+from service.analysis.steps import MIN_SIZE, Shift, detect
 from service.core.sql import dialect_insert
 from service.models import ChangePoint, Commit, Result, Run
 from service.models.base import utcnow
 
-MIN_SIZE = 3
+__all__ = ["Segmented", "Shift", "detect", "update_change_points"]
+
 MAX_POINTS = 64
 GUARD = 16
 FREEZE_AFTER = 48
-PENALTY = 3.0
-MIN_REL_NOISE = 0.001
-
-
-@dataclass(frozen=True)
-class Shift:
-    """A change point: `index` is the first point after the shift."""
-
-    index: int
-    before_median: float
-    after_median: float
-    change: float  # (after - before) / before: positive is slower for a duration
-
-
-def _median(a: np.ndarray) -> float:
-    """np.median without its generality: a few times faster on the short arrays used here."""
-    s = np.sort(a)
-    return float(s[(s.size - 1) // 2] + s[s.size // 2]) / 2
-
-
-def noise(values: np.ndarray) -> float:
-    """Robust standard deviation of one point: MAD of first differences / sqrt(2)."""
-    if values.size < 2:
-        return 0.0
-    return _median(np.abs(np.diff(values))) * 1.4826 / math.sqrt(2)
-
-
-def detect(medians: Sequence[float], min_size: int = MIN_SIZE) -> list[Shift]:
-    """Change points of a series of medians in order, oldest first; [] when there are none."""
-    x = np.asarray(medians, dtype=np.float64)
-    n = x.size
-    if n < 2 * min_size or not np.all(np.isfinite(x)) or not np.all(x > 0):
-        return []  # too short, or not a duration: relative changes need a positive level
-    if x.max() - x.min() <= class_floor(float(x.max())) * x.min():
-        return []  # every segment median lies in the range, so no shift can reach a floor
-    level = _median(x)
-    sigma = max(noise(x), MIN_REL_NOISE * level)
-    noise_floor = NOISE_MULTIPLE * sigma / level
-    if min_size >= 3 and not _may_shift(x, noise_floor):
-        return []
-    z = ((x - level) / sigma).reshape(-1, 1)
-    algo = rpt.KernelCPD(kernel="linear", min_size=min_size).fit(z)
-    cuts = [int(b) for b in algo.predict(pen=PENALTY * math.log(n))][:-1]
-    while True:
-        cuts = _refine(z[:, 0], cuts, min_size)
-        shifts, ratios = _shifts(x, cuts, noise_floor)
-        if not ratios or min(ratios) > 1:
-            return shifts
-        del cuts[int(np.argmin(ratios))]  # the weakest shift, relative to its floor
-
-
-def _may_shift(x: np.ndarray, noise_floor: float) -> bool:
-    """False when no two segments of >= 3 points can have medians a floor apart: then the answer
-    is [] without segmenting (most series, most of the time; PELT is quadratic on flat data).
-
-    The median of any run of >= 3 consecutive points lies between the smallest and the largest
-    median of its windows of 3 and 4 consecutive points (if more than half of a run lay below a
-    bound, two of some three consecutive points would; length 4 is the one exception, [lo, hi,
-    hi, lo], hence the windows of 4). So no shift can exceed (hi - lo) / lo.
-    """
-    if x.size < 3:
-        return False
-    by3 = np.sort(sliding_window_view(x, 3), axis=1)[:, 1]
-    by4 = np.sort(sliding_window_view(x, 4), axis=1)[:, 1:3].sum(axis=1) / 2 if x.size > 3 else by3
-    lo, hi = min(by3.min(), by4.min()), max(by3.max(), by4.max())
-    return bool(hi - lo > max(class_floor(float(hi)), noise_floor) * lo)
-
-
-def _refine(z: np.ndarray, cuts: list[int], min_size: int) -> list[int]:
-    """Move each cut to the best mean-shift split between its neighbours; drop it when that split
-    leaves fewer than `min_size` points on a side (a step too recent to tell, or an outlier that
-    only the minimum segment length had padded into a segment of its own)."""
-    out: list[int] = []
-    for i in range(len(cuts)):
-        a = out[-1] if out else 0
-        b = cuts[i + 1] if i + 1 < len(cuts) else z.size
-        seg = z[a:b]
-        k = np.arange(1, seg.size)
-        s1, s2 = np.cumsum(seg), np.cumsum(seg * seg)
-        left = s2[:-1] - s1[:-1] ** 2 / k
-        right = (s2[-1] - s2[:-1]) - (s1[-1] - s1[:-1]) ** 2 / (seg.size - k)
-        cut = a + 1 + int(np.argmin(left + right))
-        if cut - a >= min_size and b - cut >= min_size:
-            out.append(cut)
-    return out
-
-
-def _shifts(x: np.ndarray, cuts: list[int], noise_floor: float) -> tuple[list[Shift], list[float]]:
-    """Each cut's shift between the medians of its adjacent segments, and the ratio of its size to
-    its floor."""
-    bounds = [0, *cuts, x.size]
-    levels = [_median(x[a:b]) for a, b in pairwise(bounds)]
-    shifts, ratios = [], []
-    for i, cut in enumerate(cuts):
-        before, after = levels[i], levels[i + 1]
-        change = (after - before) / before
-        floor = max(class_floor(min(before, after)), noise_floor)
-        shifts.append(Shift(cut, before, after, change))
-        ratios.append(abs(change) / floor)
-    return shifts, ratios
 
 
 # Core rows for the reads at ingest: thousands of medians need no ORM bookkeeping.
@@ -180,6 +65,12 @@ def _head(session: Session, run: Run, series_ids: list[int]) -> Commit:
     return head if head is not None else own
 
 
+def _window_length(line: list[int], reach: Collection[int]) -> int:
+    wanted = set(reach)
+    deepest = max((i for i, cid in enumerate(line) if cid in wanted), default=-1)
+    return min(max(MAX_POINTS, deepest + 1 + GUARD), MAX_ANCESTRY)
+
+
 @dataclass(frozen=True)
 class Segmented:
     """What one re-segmentation covered: a run whose commit is in `window` and whose series are
@@ -190,10 +81,14 @@ class Segmented:
     series: frozenset[int]
 
 
-def update_change_points(session: Session, run: Run) -> Segmented:
+def update_change_points(session: Session, run: Run, reach: Collection[int] = ()) -> Segmented:
     """Re-segment every series the run measured along its branch. `written` counts the change
     points written (new, or moved medians). An unchanged change point keeps its row and
-    `detected_at`; one the new segmentation no longer has is deleted."""
+    `detected_at`; one the new segmentation no longer has is deleted.
+
+    The window is the newest MAX_POINTS commits of the line, or longer so that it holds every
+    commit of `reach` on the line (the other runs of a burst) with GUARD commits of context
+    before the oldest: the whole burst is segmented at once, as if it had come one by one."""
     conn = session.connection()
     series_ids = sorted(
         set(conn.execute(select(RESULTS.series_id).where(RESULTS.run_id == run.id)).scalars())
@@ -202,7 +97,7 @@ def update_change_points(session: Session, run: Run) -> Segmented:
         return Segmented(0, frozenset(), frozenset())
     head = _head(session, run, series_ids)
     line = [head.id, *(cid for cid in ancestry(session, head, run.branch) if cid != head.id)]
-    window = line[:MAX_POINTS]
+    window = line[: _window_length(line, reach)]
     when: dict[int, datetime] = {}
     branches: set[str] = set()
     for cid, committed_at, branch in conn.execute(

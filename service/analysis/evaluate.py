@@ -1,36 +1,43 @@
-"""Verdicts for every series of a freshly stored run."""
+"""Verdicts for every series of a stored run (decided again when an earlier commit arrives late)."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.baseline import ancestry, baselines
+from service.analysis.baseline import Baseline, ancestry, baselines
+from service.analysis.segments import describe
 from service.analysis.stats import unpack_samples
 from service.analysis.verdicts import Candidate, compare_many, decide
+from service.core.sql import among
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
 
 BROKEN_STATES = ("correctness_failed", "failed", "timeout", "crashed")
 
 
 def evaluate_run(session: Session, run: Run) -> list[Verdict]:
+    """The run's verdicts, replacing any it had (a run is analysed again when a commit of its
+    ancestry arrives after it: service.analysis.backlog)."""
+    session.execute(delete(Verdict).where(Verdict.run_id == run.id))
     head = session.get(Commit, run.commit_id)
     assert head is not None
     commit_ids = ancestry(session, head, run.branch)
     results = list(session.scalars(select(Result).where(Result.run_id == run.id)))
     history = baselines(session, [r.series_id for r in results], commit_ids)
-    comparisons = []
-    verdicts: list[Verdict] = []
-    bases = [history.get(result.series_id, []) for result in results]
+    shas = _shas(session, history)
+    bases = [history.get(result.series_id) for result in results]
     candidates = [
         Candidate(
             result.id,
             unpack_samples(result.samples),
-            [b.samples for b in base],
-            baseline_medians=[b.median for b in base],
+            [b.samples for b in base.results] if base else [],
+            baseline_medians=[b.median for b in base.results] if base else None,
+            noise_medians=base.segment_medians if base else None,
         )
         for result, base in zip(results, bases, strict=True)
     ]
+    comparisons = []
+    verdicts: list[Verdict] = []
     for comparison, base, result in zip(compare_many(candidates), bases, results, strict=True):
         if comparison is None:
             verdicts.append(
@@ -39,13 +46,15 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                     series_id=result.series_id,
                     result_id=result.id,
                     verdict="new",
-                    baseline_results=len(base),
-                    baseline_commits=[b.commit_id for b in base],
+                    baseline_results=len(base.results) if base else 0,
+                    baseline_commits=[b.commit_id for b in base.results] if base else [],
                     note="no baseline yet along this branch",
+                    **_segment_fields(base, shas),
                 )
             )
         else:
             comparisons.append((comparison, base, result))
+    _explain_method_changes(session, [v for v in verdicts if v.verdict == "new"], commit_ids)
     for decision, (comparison, base, result) in zip(
         decide([c for c, _, _ in comparisons]), comparisons, strict=True
     ):
@@ -60,13 +69,69 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                 q_value=decision.q_value,
                 floor=comparison.floor,
                 baseline_median=comparison.baseline_median,
-                baseline_results=len(base),
-                baseline_commits=[b.commit_id for b in base],
+                baseline_results=len(base.results),
+                baseline_commits=[b.commit_id for b in base.results],
+                **_segment_fields(base, shas),
             )
         )
     verdicts += _broken_and_missing(session, run, commit_ids, {r.series_id for r in results})
     session.add_all(verdicts)
     return verdicts
+
+
+def _shas(session: Session, history: dict[int, Baseline]) -> dict[int, str]:
+    starts = {b.start_commit_id for b in history.values()}
+    if not starts:
+        return {}
+    return dict(
+        session.execute(
+            select(Commit.id, Commit.sha).where(among(session, Commit.id, starts))
+        ).all()
+    )
+
+
+def _segment_fields(base: Baseline | None, shas: dict[int, str]) -> dict[str, object]:
+    if base is None:
+        return {}
+    return {
+        "segment_start_commit_id": base.start_commit_id,
+        "segment_kind": base.segment.kind,
+        "segment_results": base.segment.length,
+        "segment_note": describe(base.segment, shas[base.start_commit_id], base.segment.length),
+    }
+
+
+def _explain_method_changes(session: Session, new: list[Verdict], commit_ids: list[int]) -> None:
+    """A series that is new because its workload is now timed another way says so: it starts
+    afresh and is never compared with the series of the other method."""
+    if not new or not commit_ids:
+        return
+    wanted = [v.series_id for v in new]
+    series = {s.id: s for s in session.scalars(select(Series).where(Series.id.in_(wanted)))}
+    for v in new:
+        s = series[v.series_id]
+        earlier = session.execute(
+            select(Series.id, Series.method)
+            .join(Result, Result.series_id == Series.id)
+            .where(
+                Series.repository_id == s.repository_id,
+                Series.suite == s.suite,
+                Series.workload == s.workload,
+                Series.params_key == s.params_key,
+                Series.kernel == s.kernel,
+                Series.metric == s.metric,
+                Series.fingerprint == s.fingerprint,
+                Series.method != s.method,
+                among(session, Result.commit_id, commit_ids),
+            )
+            .limit(1)
+        ).first()
+        if earlier is not None:
+            v.note = (
+                f"timing method changed from {earlier.method} to {s.method}: a new series "
+                f"starts here (the {earlier.method} series is {earlier.id}); the two are "
+                "never compared"
+            )
 
 
 def _broken_and_missing(

@@ -4,7 +4,8 @@ A change is reported only when both hold:
 - the head's samples differ from the baseline's by a two-sided Mann-Whitney U test, after
   Benjamini-Hochberg correction across every series of the run (q = 0.01), and
 - the relative change of the median exceeds a floor: the larger of the duration class's floor
-  and a multiple of the baseline's own run-to-run spread. The classes' detection targets are
+  and a multiple of the run-to-run spread within the baseline's segment (service.analysis.
+  segments: the results since the series' last level shift). The classes' detection targets are
   2% for >= 50 us, 5% for 10-50 us and 10% below (short kernels are noisier between processes);
   the class floor is half the target, so that a change of the target's size clears it despite
   noise (benchmarks/signal_quality.py measures recall and false alerts).
@@ -70,6 +71,9 @@ class Candidate:
     baseline: list[np.ndarray]
     lower_is_better: bool = True
     baseline_medians: list[float] | None = None  # stored already: saves recomputing them
+    # The medians whose spread sets the noise floor (the baseline's whole segment); without
+    # them, the baseline runs' own medians.
+    noise_medians: list[float] | None = None
 
 
 def compare(
@@ -133,7 +137,7 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         change = (now - base) / base if base else 0.0
         if not c.lower_is_better:
             change = -change
-        floor = max(class_floor(base), noise_floor(medians))
+        floor = max(class_floor(base), noise_floor(c.noise_medians or medians))
         out[i] = Comparison(c.key, change, floor, p_values[i], now, base, len(c.baseline))
     return out
 

@@ -98,6 +98,7 @@ def commit_page(
 
 def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | None) -> dict:
     """One series at the commit; a duration also gets throughput and its fraction of peak."""
+    segment = mp.baseline.segment if mp.baseline else None
     row: dict[str, Any] = {
         "workload": w.workload,
         "params": w.params,
@@ -109,6 +110,10 @@ def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | No
         "rel_iqr": mp.statistics.rel_iqr,
         "baseline_median": mp.baseline.median if mp.baseline else None,
         "baseline_commit": mp.baseline.commit if mp.baseline else None,
+        "baseline_results": mp.baseline.results if mp.baseline else 0,
+        # Where the level compared with starts, and why (a shift, or the history read).
+        "segment": segment.model_dump() if segment else None,
+        "note": mp.analysis.note if mp.analysis else "",
         "change": mp.change,
         "verdict": mp.verdict,
         "q_value": mp.analysis.q_value if mp.analysis else None,

@@ -97,7 +97,9 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
     )
     several = len({s.fingerprint for s in chosen}) > 1
-    lines = [_line(h, alerts, several) for h in histories]
+    # A workload whose timing method changed is two series: the lines say which is which.
+    methods = len({s.method for s in chosen}) > 1
+    lines = [_line(h, alerts, several, methods) for h in histories]
     most = max((len(h["points"]) for h in histories), default=0)
     message = None
     if not chosen:
@@ -136,12 +138,14 @@ def _data(
     }
 
 
-def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool) -> TrendLine:
+def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool, method: bool) -> TrendLine:
     s = h["series"]
     unit = s["unit"]
     label = series_label(s["workload"], s["params"], s["kernel"])
     if fingerprint:
         label += f" [{s['fingerprint'][:8]}]"
+    if method:
+        label += f" ({s['method']})"
     markers = [
         TrendMarker(
             kind="change_point",
@@ -174,8 +178,8 @@ def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool) -> TrendLin
 
 
 CSV_COLUMNS = (
-    "series_id", "repository", "workload", "params", "kernel", "metric", "unit", "fingerprint",
-    "branch", "commit", "committed_at", "author", "subject", "run_id",
+    "series_id", "repository", "workload", "params", "kernel", "metric", "unit", "method",
+    "fingerprint", "branch", "commit", "committed_at", "author", "subject", "run_id",
     "n", "median", "q1", "q3", "min", "max", "mean", "stdev",
 )  # fmt: skip
 
@@ -192,7 +196,7 @@ def trend_csv(histories: list[dict[str, Any]]) -> str:
             writer.writerow(
                 [
                     s["id"], s["repository"], s["workload"], _params(s["params"]), s["kernel"],
-                    s["metric"], s["unit"], s["fingerprint"], h["branch"], p["commit"],
+                    s["metric"], s["unit"], s["method"], s["fingerprint"], h["branch"], p["commit"],
                     p["committed_at"].isoformat(), p["author_name"], p["subject"], p["run_id"],
                     st["n"], st["median"], st["q1"], st["q3"], st["min"], st["max"], st["mean"],
                     st["stdev"],

@@ -12,10 +12,13 @@ from service.models.base import Base, utcnow
 
 
 class Series(Base):
-    """One (repository, suite, workload + parameters, kernel, metric, fingerprint).
+    """One (repository, suite, workload + parameters, kernel, metric, timing method,
+    fingerprint): never compared across any of them.
 
     `identity` is a SHA-256 of those fields in canonical form: one fixed-width unique key instead
-    of a seven-column one that includes free-form parameter JSON.
+    of an eight-column one that includes free-form parameter JSON. The timing method is part of
+    it because CUDA events and CUPTI kernel timestamps differ by the launch overhead (several
+    microseconds): a workload whose method changes starts a new series.
     """
 
     __tablename__ = "series"
@@ -31,6 +34,7 @@ class Series(Base):
     kernel: Mapped[str] = mapped_column(String(1000))
     metric: Mapped[str] = mapped_column(String(200))
     unit: Mapped[str] = mapped_column(String(50))
+    method: Mapped[str] = mapped_column(String(30))
     fingerprint: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

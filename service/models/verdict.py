@@ -34,5 +34,13 @@ class Verdict(Base):
     baseline_results: Mapped[int] = mapped_column(default=0)
     # Commit ids of the baseline results, nearest first: what the head was compared with.
     baseline_commits: Mapped[list[Any]] = mapped_column(default=list)
+    # Where the baseline's segment starts (the first commit of the level it was compared
+    # with), why (service.analysis.segments.KINDS) and a sentence saying so.
+    segment_start_commit_id: Mapped[int | None] = mapped_column(
+        ForeignKey("commits.id", ondelete="SET NULL")
+    )
+    segment_kind: Mapped[str | None] = mapped_column(String(20))
+    segment_results: Mapped[int | None]
+    segment_note: Mapped[str] = mapped_column(Text, default="")
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

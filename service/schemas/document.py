@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -65,6 +66,36 @@ class CommitIn(Strict):
     author_email: PersonText = ""
     message: LongText = ""
     committed_at: AwareDatetime
+
+    @field_validator("parents", "ancestors")
+    @classmethod
+    def _acyclic(cls, shas: list[str], info: ValidationInfo) -> list[str]:
+        """A commit is never its own parent or ancestor, and a first-parent line never passes
+        a commit twice: such a history cannot be ordered, and nothing of it is stored."""
+        own, field = info.data.get("sha"), info.field_name
+        seen: dict[str, int] = {}
+        for i, sha in enumerate(shas):
+            if sha == own:
+                what = "parent" if field == "parents" else "ancestor"
+                raise ValueError(
+                    f"{field}[{i}] is the commit itself: a commit cannot be its own {what}"
+                )
+            if sha in seen:
+                raise ValueError(
+                    f"{field}[{i}] repeats {field}[{seen[sha]}] ({sha[:12]}): "
+                    "a commit's line cannot pass a commit twice (a cycle)"
+                )
+            seen[sha] = i
+        return shas
+
+    @model_validator(mode="after")
+    def _first_parent_line(self) -> CommitIn:
+        if self.parents and self.ancestors and self.ancestors[0] != self.parents[0]:
+            raise ValueError(
+                f"ancestors[0] ({self.ancestors[0][:12]}) must be the first parent, parents[0] "
+                f"({self.parents[0][:12]}): ancestors is the first-parent line, nearest first"
+            )
+        return self
 
 
 class RunnerIn(Strict):

@@ -42,15 +42,35 @@ class Statistics(BaseModel):
     rel_iqr: float
 
 
+class SegmentPublic(BaseModel):
+    """Where the level the head was compared with starts, and why: `start_commit` is the first
+    commit of the baseline's segment (the results since the series' last level shift along the
+    ancestry); `kind` is history (no shift in the results read), regression, improvement,
+    acknowledged, fixed or change_point; `results` counts the segment's results read."""
+
+    start_commit: str
+    kind: str
+    results: int
+    reason: str
+
+
 class Baseline(BaseModel):
+    """What the head is compared with. Once analysed, the verdict's baseline: the median of
+    its `results` nearest results since the series' last level shift (`segment`); before that
+    (or with no verdict to go by), the nearest earlier result. `commit` and `run_id` name the
+    nearest result."""
+
     commit: str
     run_id: str
     median: float
     committed_at: datetime
+    results: int = 1
+    segment: SegmentPublic | None = None
 
 
 class Analysis(BaseModel):
-    """The verdict against the baseline (the series' last K results along the ancestry)."""
+    """The verdict against the baseline (the series' nearest results since its last level
+    shift along the ancestry)."""
 
     verdict: str
     change: float | None
@@ -60,6 +80,7 @@ class Analysis(BaseModel):
     baseline_median: float | None
     baseline_results: int
     note: str
+    segment: SegmentPublic | None = None
 
 
 class ChangePointPublic(BaseModel):
@@ -192,6 +213,7 @@ class SeriesPublic(BaseModel):
     kernel: str
     metric: str
     unit: str
+    method: str
     fingerprint: str
 
 

@@ -137,7 +137,8 @@ _RESULT = [
 _VERDICT = [
     Verdict.result_id, Verdict.series_id, Verdict.verdict, Verdict.change, Verdict.p_value,
     Verdict.q_value, Verdict.floor, Verdict.baseline_median, Verdict.baseline_results,
-    Verdict.note,
+    Verdict.note, Verdict.segment_start_commit_id, Verdict.segment_kind, Verdict.segment_results,
+    Verdict.segment_note,
 ]  # fmt: skip
 
 
@@ -176,11 +177,14 @@ def commit_metrics_data(
     baselines = _baselines(session, result_rows, branch or "", commit)
     verdicts = session.execute(select(*_VERDICT).where(Verdict.run_id.in_(run_by_id))).all()
     by_result = {v.result_id: v for v in verdicts if v.result_id is not None}
+    segments = _segments(session, verdicts)
     shifts = _change_points(session, commit, branch, {r.series_id for r in result_rows})
     metrics_by_wl: dict[int, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for r in result_rows:
         base = baselines.get(r.id)
         verdict = by_result.get(r.id)
+        segment = segments.get(r.id)
+        compared = verdict is not None and verdict.baseline_median is not None
         metric = {
             "series_id": r.series_id,
             "metric": r.metric,
@@ -188,17 +192,23 @@ def commit_metrics_data(
             "method": r.method,
             "sm_clock_mhz": r.sm_clock_mhz,
             "statistics": statistics_data(r),
+            # The verdict's baseline once there is one, so that the change shown is the one
+            # the verdict judged; else the nearest earlier result.
             "baseline": {
                 "commit": base.sha,
                 "run_id": base.run_uuid,
-                "median": base.median,
+                "median": verdict.baseline_median if compared else base.median,
                 "committed_at": base.committed_at,
+                "results": verdict.baseline_results if compared else 1,
+                "segment": segment,
             }
             if base
             else None,
-            "change": (r.median - base.median) / base.median if base else None,
+            "change": verdict.change
+            if compared
+            else ((r.median - base.median) / base.median if base else None),
             "verdict": verdict.verdict if verdict else None,
-            "analysis": _analysis(verdict) if verdict else None,
+            "analysis": _analysis(verdict, segment) if verdict else None,
             "change_point": shifts.get(r.series_id),
         }
         metrics_by_wl[r.run_workload_id].append((r.kernel, metric))
@@ -333,7 +343,29 @@ def _change_points(
     }
 
 
-def _analysis(v: Row[Any]) -> dict[str, Any]:
+def _segments(session: Session, verdicts: list[Row[Any]]) -> dict[int, dict[str, Any]]:
+    """Per result, where its verdict's baseline segment starts and why."""
+    starts = {v.segment_start_commit_id for v in verdicts if v.segment_start_commit_id}
+    if not starts:
+        return {}
+    shas = dict(
+        session.execute(
+            select(Commit.id, Commit.sha).where(among(session, Commit.id, starts))
+        ).all()
+    )
+    return {
+        v.result_id: {
+            "start_commit": shas[v.segment_start_commit_id],
+            "kind": v.segment_kind,
+            "results": v.segment_results or 0,
+            "reason": v.segment_note,
+        }
+        for v in verdicts
+        if v.result_id is not None and v.segment_start_commit_id in shas
+    }
+
+
+def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
     return {
         "verdict": v.verdict,
         "change": v.change,
@@ -343,6 +375,7 @@ def _analysis(v: Row[Any]) -> dict[str, Any]:
         "baseline_median": v.baseline_median,
         "baseline_results": v.baseline_results,
         "note": v.note,
+        "segment": segment,
     }
 
 

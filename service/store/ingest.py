@@ -25,8 +25,10 @@ from service.models import (
 )
 from service.models.base import utcnow
 from service.schemas.document import RunDocument
+from service.store.lines import check_line
 from service.store.upsert import find_or_insert
 from service.store.workload_rows import (
+    InvalidDocument,
     SummaryMismatch,
     drawn_ids,
     many,
@@ -34,7 +36,7 @@ from service.store.workload_rows import (
     summarize_timings,
 )
 
-__all__ = ["DocumentConflict", "IngestOutcome", "SummaryMismatch", "ingest"]
+__all__ = ["DocumentConflict", "IngestOutcome", "InvalidDocument", "SummaryMismatch", "ingest"]
 
 
 class DocumentConflict(Exception):
@@ -145,7 +147,8 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
         committed_at=c.committed_at,
         ancestors=c.ancestors,
     )
-    if c.ancestors and not commit.ancestors:
+    check_line(session, repository_id, c, commit.ancestors or [])
+    if c.ancestors and len(c.ancestors) > len(commit.ancestors or []):
         session.execute(update(Commit).where(Commit.id == commit.id).values(ancestors=c.ancestors))
     runner_id = None
     if doc.runner is not None:

@@ -20,6 +20,7 @@ from service.models import Job, Runner
 from service.schemas.document import RunDocument, RunnerIn
 from service.store.ingest import IngestOutcome, ingest
 from service.store.jobs import current_attempt, finish
+from service.store.workload_rows import InvalidDocument, summarize_timings
 
 
 def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:
@@ -74,6 +75,12 @@ def _apply_confirmation(
             f"invalid document: a {what} job's document needs paired_base "
             "(the base commit measured interleaved with the head)",
         )
+    # Not stored, but judged: its numbers must hold in microseconds as a stored run's do.
+    summarize_timings(doc, 0)
+    try:
+        summarize_timings(doc.paired_base, 0)
+    except InvalidDocument as exc:
+        raise InvalidDocument(f"paired_base.{exc}") from exc
     with factory() as session, session.begin():
         job, runner = _leased_job(session, doc, runner_id)
         if doc.paired_base.commit.sha != job.payload.get("base_sha"):

@@ -28,6 +28,7 @@ def series_public(series: Series, repository: str) -> m.SeriesPublic:
         kernel=series.kernel,
         metric=series.metric,
         unit=series.unit,
+        method=series.method,
         fingerprint=series.fingerprint,
     )
 
@@ -58,7 +59,7 @@ def find_series(
         raise ApiError(
             400,
             f"{'over 50' if len(rows) > 50 else len(rows)} series match; narrow the query "
-            "(params=, fingerprint=, suite=) or give id=",
+            "(params=, fingerprint=, suite=, method=) or give id=",
             candidates=candidates,
         )
     return rows[0][0], rows[0][1]

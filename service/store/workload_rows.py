@@ -31,7 +31,12 @@ from service.models.base import utcnow
 from service.schemas.document import RunDocument, TimingIn, WorkloadIn, params_key
 
 
-class SummaryMismatch(ValueError):
+class InvalidDocument(ValueError):
+    """Valid JSON of the right shape that still cannot be stored as it is (422): the message
+    names the field and what is wrong with it."""
+
+
+class SummaryMismatch(InvalidDocument):
     """The runner's own summary statistics disagree with its samples."""
 
 
@@ -56,6 +61,7 @@ def series_identity(
         timing.kernel,
         timing.metric,
         fingerprint,
+        timing.method,
     ]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
@@ -79,11 +85,25 @@ def summarize_timings(doc: RunDocument, repository_id: int) -> list[Timed]:
         if w.timing is None:
             continue
         factor = to_microseconds_factor(w.timing.unit)
-        samples = (
-            np.concatenate([np.asarray(p.samples, dtype=np.float64) for p in w.timing.processes])
-            * factor
-        )
-        summary = summarize(samples)
+        with np.errstate(over="ignore"):
+            samples = (
+                np.concatenate(
+                    [np.asarray(p.samples, dtype=np.float64) for p in w.timing.processes]
+                )
+                * factor
+            )
+        if not np.isfinite(samples).all():
+            raise InvalidDocument(
+                f"workloads[{index}].timing.processes: a sample in {w.timing.unit} overflows "
+                "to infinity in microseconds"
+            )
+        with np.errstate(over="ignore", invalid="ignore"):  # refused below, named
+            summary = summarize(samples)
+        if not all(math.isfinite(v) for v in vars(summary).values()):
+            raise InvalidDocument(
+                f"workloads[{index}].timing: the samples' statistics overflow in microseconds "
+                f"(unit {w.timing.unit}): durations this large are no measurement"
+            )
         _check_runner_summary(f"workloads[{index}]", w.timing, summary, factor)
         identity = series_identity(
             repository_id, doc.suite, w, w.timing, doc.environment.fingerprint
@@ -119,6 +139,7 @@ def _series_ids(
                     "kernel": w.timing.kernel,
                     "metric": w.timing.metric,
                     "unit": "us",
+                    "method": w.timing.method,
                     "fingerprint": doc.environment.fingerprint,
                     "created_at": utcnow(),
                 }

@@ -8,8 +8,8 @@ import httpx
 import numpy as np
 import pytest
 
-from service.analysis import changepoints
-from service.analysis.changepoints import detect
+from service.analysis import changepoints, steps
+from service.analysis.steps import detect
 from service.analysis.verdicts import class_floor
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
@@ -105,7 +105,7 @@ def test_the_screen_never_hides_a_change_point(monkeypatch: pytest.MonkeyPatch) 
         x[rng.random(n) < 0.05] *= 1.2
         series.append(x)
     screened = [detect(x) for x in series]
-    monkeypatch.setattr(changepoints, "_may_shift", lambda x, floor: True)
+    monkeypatch.setattr(steps, "_may_shift", lambda x, floor: True)
     assert [detect(x) for x in series] == screened
     assert sum(bool(s) for s in screened) > 30  # the sample does contain change points
 

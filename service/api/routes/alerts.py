@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from service.analysis.alerts import transition
+from service.analysis.alerts import triage
 from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
 from service.models import Alert, AlertEvent, Commit, Repository, Series
@@ -120,6 +120,6 @@ def triage_alert(
             f"alert {alert_id} is {alert.state}: only confirmed alerts are "
             "triaged (it can still be marked invalid)",
         )
-    transition(session, alert, body.state, body.actor, body.note)
+    triage(session, alert, body.state, body.actor, body.note)
     session.commit()
     return alerts_public(session, [alert], events=True)[0]

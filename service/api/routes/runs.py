@@ -20,7 +20,7 @@ from service.integrations import github
 from service.models import Commit, Repository, Result, Run
 from service.schemas.document import RunDocument
 from service.schemas.runs import RunPublic, RunStored
-from service.store.ingest import DocumentConflict, SummaryMismatch, ingest
+from service.store.ingest import DocumentConflict, InvalidDocument, ingest
 from service.store.runner_results import store_runner_document
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
@@ -65,7 +65,7 @@ async def post_run(
             )
     except DocumentConflict as exc:
         raise ApiError(409, str(exc)) from exc
-    except SummaryMismatch as exc:
+    except InvalidDocument as exc:
         raise ApiError(422, f"invalid document: {exc}") from exc
     body = RunStored(
         run_id=outcome.run_id,

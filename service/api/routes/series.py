@@ -39,6 +39,9 @@ def get_series(
     kernel: str | None = None,
     metric: str | None = Query(None, description="e.g. duration"),
     fingerprint: str | None = None,
+    method: str | None = Query(
+        None, description="timing method: cuda_events, cupti or host (a change starts a series)"
+    ),
     params: str | None = Query(None, description='workload parameters as JSON, {"m":1024}'),
     branch: str | None = Query(None, description="default: the branch of the newest result"),
     limit: int = Query(1000, ge=1, le=10_000),
@@ -52,6 +55,7 @@ def get_series(
         "kernel": kernel,
         "metric": metric,
         "fingerprint": fingerprint,
+        "method": method,
     }
     if id is None and all(v is None for v in filters.values()) and params is None:
         raise ApiError(400, "name a series: id=, or repository=/workload=/kernel=/metric=")
