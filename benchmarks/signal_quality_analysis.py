@@ -22,7 +22,6 @@ FORMAT = "kernelwatch-signal-quality-gpu/1"
 TARGETS = {"long": 0.02, "mid": 0.05, "short": 0.10}
 RECALL_TARGET = 0.95
 AA_TARGET = 0.01
-CHOICES_FILE = "kernelwatch-timer-choices.json"  # runner.sampling.CHOICES_FILE
 
 
 def log(line: str) -> None:

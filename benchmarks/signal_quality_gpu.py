@@ -9,18 +9,19 @@ runner, judged by the service's analysis (issue 6, item 9).
 Two halves, so that the GPU host needs none of the service's dependencies:
 
 `--record` times, through the runner's own measurement path (`runner.measure.run_phase` in
-"time" mode: child processes, warm-up, L2 flushed before every sample, CUDA events or CUPTI
-kernel timestamps below ~20 us, the suite's stop rule from kernelwatch.toml, NVML clocks), the
-workloads of benchmarks/signal_quality_workloads.py: per duration class (>= 50 us, 10-50 us,
-< 10 us) the suite's dropout kernel on a base size and on sizes scaled up to be 1, 2, 3, 5 and
-10% slower (more work, not sleeps). With `--inject time` (the default) a short calibration
-first measures how the time of each class grows with its work and scales the work so that the
-*time* grows by the magnitude (short kernels have a fixed part: 10% more elements are fewer
-than 10% more microseconds); `--inject work` scales the work by (1 + x) as is. Then, round
-after round until the time budget is spent, one *run* of every workload in the suite's number
-of processes (3), each process timing every workload in a shuffled order, the choice of timer
-made afresh each round as a new run's build folder would. Every process's raw samples go to
-the JSON file with the GPU, clocks, calibration and timing settings.
+"time" mode: child processes, warm-up, L2 flushed before every sample, CUDA events or, for the
+short class, CUPTI kernel timestamps, the suite's stop rule from kernelwatch.toml, NVML
+clocks), the workloads of benchmarks/signal_quality_workloads.py: per duration class
+(>= 50 us, 10-50 us, < 10 us) the suite's dropout kernel on a base size and on sizes scaled
+up to be 1, 2, 3, 5 and 10% slower (more work, not sleeps). With `--inject time` (the
+default) a short calibration first measures how the time of each class grows with its work
+and scales the work so that the *time* grows by the magnitude (short kernels have a fixed
+part: 10% more elements are fewer than 10% more microseconds); `--inject work` scales the
+work by (1 + x) as is. Then, round after round until the time budget is spent, one *run* of
+every workload in the suite's number of processes (3), each process timing every workload in
+a shuffled order, the short class by CUPTI and the others by CUDA events, as declared. Every
+process's raw samples go to the JSON file with the GPU, clocks, calibration and timing
+settings.
 
 `--analyse` forms series comparisons from those recorded runs and feeds them to the service's
 real decision (`service.analysis.verdicts.compare` per series, then `decide`: Mann-Whitney U,

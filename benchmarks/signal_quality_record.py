@@ -29,7 +29,6 @@ FORMAT = "kernelwatch-signal-quality-gpu/1"
 WORKLOADS_MODULE = "benchmarks.signal_quality_workloads"
 CALIBRATION_STEPS = (0.04, 0.08, 0.12, 0.16)
 CALIBRATION_PROCESSES = 6
-CHOICES_FILE = "kernelwatch-timer-choices.json"  # runner.sampling.CHOICES_FILE
 
 
 def log(line: str) -> None:
@@ -93,9 +92,6 @@ def _time_processes(
     from runner.measure import run_phase
 
     ids = [w.id for w in sqw.plan_workloads(plan)]
-    # A run's processes share their timer choices through its build folder; a new run starts
-    # without them (runner.sampling.MethodChoices).
-    (build_dir / CHOICES_FILE).unlink(missing_ok=True)
     env = {"KERNELWATCH_BUILD_DIR": str(build_dir), sqw.PLAN_ENV: str(plan_path)}
     out: dict[str, Any] = {"order": [], "results": {wid: [] for wid in ids}, "errors": []}
     for process in range(processes):

@@ -96,6 +96,11 @@ class Workload(ABC):
     kernels: ClassVar[tuple[str, ...]]
     outputs: ClassVar[tuple[str, ...]]
     precision: ClassVar[str] = "fp32"
+    # How the runner times it: "cuda_events", or "cupti" (CUPTI's kernel records) for launches
+    # of a few tens of microseconds, where the events' own 3-4 us would be much of the time.
+    # Part of the definition, never of a measurement: a series is never compared across
+    # methods, so a change of method starts a new series (kernels.workloads sets it per shape).
+    timing_method: str = "cuda_events"
 
     def __init__(self, *, tags: tuple[str, ...] = (), **params: Any):
         self.params = {k: params[k] for k in sorted(params)}
@@ -165,6 +170,7 @@ class Workload(ABC):
             "flops": self.flops,
             "bytes": self.bytes,
             "tags": list(self.tags),
+            "timing_method": self.timing_method,
         }
 
     def __repr__(self) -> str:

@@ -3,8 +3,8 @@
 Timing: every selected workload that passed correctness is timed in the suite's [timing]
 processes, one after the other. A short launch timed with CUDA events (one that every one of
 those processes sampled on several placements in memory, runner.sampling.PLACEMENTS: a GPU
-launch of at most PLACEMENTS_MAX_US, not power-capped, and of ~20 us or more: CUPTI times the
-shorter ones) is then timed in more processes, up to $KERNELWATCH_SHORT_PROCESSES in all
+launch of at most PLACEMENTS_MAX_US, not power-capped; CUPTI-timed ones, the shortest, are not)
+is then timed in more processes, up to $KERNELWATCH_SHORT_PROCESSES in all
 (default: SHORT_PROCESSES_FACTOR x the suite's processes). Such a launch keeps an offset per
 process that no move inside the process changes (new buffers, local memory, flush buffer, kernel
 modules loaded again): on the H100, 60-400 us launches (gemm_fwd 1024^3, gemm_bwd 256^3,
@@ -45,8 +45,9 @@ CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
 SHORT_PROCESSES_ENV = "KERNELWATCH_SHORT_PROCESSES"  # ... or in this many processes in all
 SHORT_NOTE = "extra process for short launches ({total} in all)"
-# CUPTI-timed launches (< ~20 us, their kernels' busy time) came out within 0.6% between runs
-# with 3 processes on the H100 (but for a 1.5 us one, at the timestamps' resolution)
+# CUPTI-timed launches (the suite's < ~40 us ones, their kernels' busy time) came out within
+# 0.6% between runs with 3 processes on the H100 (but for a 1.5 us one, at the timestamps'
+# resolution)
 SHORT_METHODS = ("cuda_events",)
 
 

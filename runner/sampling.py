@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import os
-import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,9 +15,10 @@ import numpy as np
 from runner.suite import Timing
 from runner.timeline import STEPS, aggregate
 
-EVENTS_MIN_US = 20.0  # launches estimated shorter than this are timed with CUPTI
-ESTIMATE_SAMPLES = 5
-CHOICES_FILE = "kernelwatch-timer-choices.json"
+# CUDA events time a launch with the launch overhead (several us) in it; CUPTI's kernel
+# records time the kernels alone. Short launches want CUPTI, and which one a workload gets is
+# fixed by its definition (workload_method), never by a measurement.
+METHODS = ("cuda_events", "cupti", "host")
 
 # A launch whose warm-up ran into a power or thermal cap (NVML violation counters advanced) is
 # sampled paced instead of back to back: the GPU idles RECOVERY_SECONDS first, then for
@@ -114,56 +112,48 @@ def collect(
             previous = spread
 
 
-class MethodChoices:
-    """workload id -> timing method, in a JSON file that every process of a run shares (the
-    run's build dir), so that the processes of one run time a workload the same way."""
-
-    def __init__(self, folder: str | None) -> None:
-        self.path = Path(folder) / CHOICES_FILE if folder else None
-        self.choices: dict[str, str] = {}
-        if self.path is not None and self.path.is_file():
-            try:
-                self.choices = dict(json.loads(self.path.read_text()))
-            except (OSError, ValueError):
-                self.choices = {}
-
-    def get(self, wid: str) -> str | None:
-        return self.choices.get(wid)
-
-    def put(self, wid: str, method: str) -> None:
-        self.choices[wid] = method
-        if self.path is not None:
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            try:
-                tmp.write_text(json.dumps(self.choices, indent=1, sort_keys=True))
-                os.replace(tmp, self.path)
-            except OSError:
-                pass
+class TimingMethodUnavailable(RuntimeError):
+    """The workload's timing method cannot be provided here: it fails, rather than being timed
+    another way (a method switch between commits once turned +18.5% into a reported +45%)."""
 
 
-def pick_method(estimate_us: float, cupti_ready: bool, threshold_us: float = EVENTS_MIN_US) -> str:
-    """CUPTI below the threshold (when it works here), CUDA events otherwise."""
-    return "cupti" if estimate_us < threshold_us and cupti_ready else "cuda_events"
+def workload_method(w: Any, default: str) -> str:
+    """The timing method of a workload: its own declaration (`timing_method`), else the suite's
+    (`[timing] method`), else "cuda_events" on a GPU and "host" on the CPU. Never a
+    measurement: a workload is timed the same way at every commit."""
+    declared = getattr(w, "timing_method", None) or default
+    if declared not in METHODS:
+        raise TimingMethodUnavailable(
+            f"unknown timing method {declared!r} for {w.id}; use one of {sorted(METHODS)}"
+        )
+    return declared
 
 
-def select_timer(
-    timers: Any, choices: MethodChoices, wid: str, sample: Callable, host_us: float
-) -> tuple[Any, float | None]:
-    """(timer, events estimate in us or None where none was needed). `host_us`, the host time
-    of one synchronized launch, bounds its GPU time: far above the threshold, no estimate."""
+def select_timer(timers: Any, method: str, sample: Callable) -> Any:
+    """The timer of `method` in this process; TimingMethodUnavailable where it cannot time
+    this workload here."""
     if not hasattr(timers, "cupti"):  # host timing (CPU suites)
-        return timers.events, None
-    method, estimate = choices.get(wid), None
-    if method is None and host_us > 5 * EVENTS_MIN_US:
-        method = "cuda_events"
-        choices.put(wid, method)
-    if method is None:
-        estimate = statistics.median(sample(timers.events) for _ in range(ESTIMATE_SAMPLES))
-        method = pick_method(estimate, estimate < EVENTS_MIN_US and timers.cupti_works(sample))
-        choices.put(wid, method)
-    if method == "cupti" and timers.cupti() is not None:
-        return timers.cupti(), estimate
-    return timers.events, estimate
+        if method != "host":
+            raise TimingMethodUnavailable(f"a CPU suite times with the host clock, not {method}")
+        return timers.events
+    if method == "host":
+        raise TimingMethodUnavailable("a GPU suite times with cuda_events or cupti, not host")
+    if method == "cuda_events":
+        return timers.events
+    timer = timers.cupti()
+    if timer is None:
+        raise TimingMethodUnavailable(
+            f"the workload is timed with CUPTI, which is unavailable in this process "
+            f"({timers.cupti_error or 'no kernel activity'}); install cupti-python for the "
+            "CUDA major of the driver, or declare the workload's timing_method as cuda_events "
+            "(a new series then starts)"
+        )
+    if not timers.cupti_works(sample):
+        raise TimingMethodUnavailable(
+            "the workload is timed with CUPTI, but CUPTI recorded no kernel of its launch "
+            "(a launch of copies only?): declare its timing_method as cuda_events"
+        )
+    return timer
 
 
 INPUTS_ENV = "KERNELWATCH_TIMING_INPUTS"  # "host": timing draws its inputs as correctness does
@@ -195,15 +185,15 @@ def prepare(w: Any, seed: int, inputs: str | None = None) -> Any:
 def time_workload(
     w: Any,
     timers: Any,
-    choices: MethodChoices,
+    method: str,
     timing: Timing,
     seed: int,
     watch: Any,
     trace: bool = False,
     inputs: str | None = None,
 ) -> dict[str, Any]:
-    """Warm up, pick the timer (events, or CUPTI for short launches), sample to the stop rule;
-    a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
+    """Warm up, take the timer of the workload's `method` (workload_method), sample to the stop
+    rule; a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
     PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
     (runner.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
     instance = prepare(w, seed, inputs)
@@ -236,7 +226,7 @@ def time_workload(
             time.sleep(PACE * us * 1e-6)
             return us
 
-        timer, estimate = select_timer(timers, choices, w.id, sample_with, fastest)
+        timer = select_timer(timers, method, sample_with)
         rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
         take = paced if capped else sample_with
         watch.start()
@@ -278,7 +268,6 @@ def time_workload(
         "samples": samples,
         "stop_reason": reason,
         "warmups": warmups,
-        "estimate_us": estimate,
         "method": timer.method,
         "blocking": getattr(timer, "blocker", None) is not None,
         "l2_flushed": timer.l2_flushed,

@@ -16,9 +16,12 @@
     max_seconds = 5.0                     # per workload and process
     target_rel_spread = 0.005             # stop once the samples' relative spread is below it
     timeout_seconds = 120                 # a workload running longer is killed and reported
+    method = "cuda_events"                # or "cupti"; a workload's own timing_method wins
 
 A workload is any object with `id`, `name`, `params`, `kernels`, `tags`, `precision`,
-`tolerance`, `flops`, `bytes` and `prepare(seed) -> instance`, whose instance has `launch()`,
+`tolerance`, `flops`, `bytes` and `prepare(seed) -> instance`, and optionally `timing_method`
+("cuda_events" or "cupti": fixed by the definition, never by a measurement, since a series is
+never compared across methods), whose instance has `launch()`,
 `poison()`, `fetch()`, `reference()`, `reset()` and `close()`. A `prepare` that also takes the
 keyword `inputs` gets `inputs="device"` in the timing processes of a CUDA suite (draw the
 inputs on the GPU: no kernel's time depends on them; $KERNELWATCH_TIMING_INPUTS=host turns
@@ -34,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 SUITE_FILE = "kernelwatch.toml"
+GPU_METHODS = ("cuda_events", "cupti")
 _PLACEHOLDERS = ("{build_dir}", "{python}", "{root}")
 
 
@@ -50,6 +54,9 @@ class Timing:
     target_rel_spread: float = 0.005
     timeout_seconds: float = 120.0
     warmup_seconds: float = 0.2
+    # How a workload is timed unless it declares its own `timing_method`: "cuda_events" or
+    # "cupti" on a GPU ("" = cuda_events), "host" on the CPU. Part of every series' identity.
+    method: str = ""
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,12 @@ def load_suite(root: Path) -> Suite:
         raise SuiteError(f"{path}: bad [timing] value: {exc}") from exc
     if timing.processes < 1 or timing.min_samples < 1 or timing.max_samples < timing.min_samples:
         raise SuiteError(f"{path}: [timing] needs processes >= 1 and max >= min samples >= 1")
+    methods = GPU_METHODS if device == "cuda" else ("host",)
+    if timing.method and timing.method not in methods:
+        raise SuiteError(
+            f"{path}: [timing] method {timing.method!r} cannot time a {device} suite; "
+            f"use one of {list(methods)}"
+        )
     return Suite(
         root=root,
         name=table["name"],

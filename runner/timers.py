@@ -1,12 +1,13 @@
 """Timing one launch: host clocks (CPU suites), CUDA events or CUPTI kernel timestamps (GPU).
 
 Every GPU sample starts cold: a buffer of max(2 x L2, 128 MiB) is written with cudaMemsetAsync
-just before the launch. CUDA events time launches of about 20 us and more. So that the host's
-enqueueing (Python, several kernels) is not measured, an events sample is enqueued behind a
-small kernel that spins until the host has enqueued all of it (nvbench's "blocking kernel").
-Below 20 us the events' own few microseconds weigh too much: CUPTI's kernel activity records
-(cupti-python) then give the launch's GPU busy time (the union of its kernels' intervals).
-runner.sampling chooses between them per workload.
+just before the launch. CUDA events time a launch with the launch overhead in it. So that the
+host's enqueueing (Python, several kernels) is not measured, an events sample is enqueued behind
+a small kernel that spins until the host has enqueued all of it (nvbench's "blocking kernel").
+For launches of a few tens of microseconds the events' own 3-4 us weigh too much: CUPTI's kernel
+activity records (cupti-python) then give the launch's GPU busy time (the union of its kernels'
+intervals). Which one times a workload is part of its definition (runner.sampling.
+workload_method), never chosen from a measurement.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from runner import gpuinfo
-from runner.sampling import MethodChoices, time_workload, timing_inputs
+from runner.sampling import time_workload, timing_inputs, workload_method
 from runner.suite import SuiteError, Timing, load_suite
 from runner.timers import make_timers
 
@@ -58,6 +58,7 @@ def describe(w: Any) -> dict[str, Any]:
         "tolerance": float(w.tolerance),
         "flops": float(w.flops) if w.flops is not None else None,
         "bytes": float(w.bytes) if w.bytes is not None else None,
+        "timing_method": getattr(w, "timing_method", None),
     }
 
 
@@ -148,14 +149,21 @@ def handlers(
     if mode == "time":
         timing = Timing(**config.get("timing", {}))
         timers = make_timers(device)
-        choices = MethodChoices(os.environ.get("KERNELWATCH_BUILD_DIR"))
+        default = timing.method or ("cuda_events" if device == "cuda" else "host")
         if device == "cuda":
             gpuinfo.bind(device_properties()["pci_bus_id"])
         watch = gpuinfo.ClockWatch(enabled=device == "cuda")
         traced = _timeline_tags(config) if seed == 0 else set()
         inputs = timing_inputs(device)
         return lambda w, _: time_workload(
-            w, timers, choices, timing, seed, watch, bool(traced & set(w.tags)), inputs
+            w,
+            timers,
+            workload_method(w, default),
+            timing,
+            seed,
+            watch,
+            bool(traced & set(w.tags)),
+            inputs,
         )
     if mode == "timeline":  # one training step's kernels, traced (see runner.timeline)
         from runner.sampling import trace_workload

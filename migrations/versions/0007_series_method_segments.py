@@ -114,9 +114,7 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("segment_start_commit_id", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("segment_kind", sa.String(length=20), nullable=True))
         batch_op.add_column(sa.Column("segment_results", sa.Integer(), nullable=True))
-        batch_op.add_column(
-            sa.Column("segment_note", sa.Text(), nullable=False, server_default="")
-        )
+        batch_op.add_column(sa.Column("segment_note", sa.Text(), nullable=False, server_default=""))
         batch_op.create_foreign_key(
             batch_op.f("fk_verdicts_segment_start_commit_id_commits"),
             "commits",

@@ -6,13 +6,14 @@ events) and the small training step (the kernel timeline). Skipped without CuPy 
 
 from __future__ import annotations
 
-import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.runner_cost import ROOT, snapshot
+from kernels.workloads import all_workloads
 from runner import ncu
 from runner.pipeline import SHORT_NOTE, RunRequest, execute, short_processes
 from runner.suite import load_suite
@@ -60,15 +61,15 @@ def test_every_selected_workload_is_correct_and_timed(document: dict[str, Any]) 
         assert timing["median"] > 0
 
 
-def test_short_kernels_are_timed_with_cupti_and_long_ones_with_events(
-    document: dict[str, Any],
-) -> None:
+def test_every_workload_is_timed_as_its_definition_declares(document: dict[str, Any]) -> None:
+    declared = {(w.name, json.dumps(w.params, sort_keys=True)): w for w in all_workloads()}
+    for w in document["workloads"]:
+        method = declared[w["name"], json.dumps(w["params"], sort_keys=True)].timing_method
+        assert w["timing"]["method"] == method, (w["name"], w["params"])
     gemm = by_name(document, "gemm_fwd", m=1024, n=1024, k=1024)
     assert gemm["timing"]["method"] == "cuda_events"
     # ~90 us: a short launch, timed in the extra processes too
     assert len(gemm["timing"]["processes"]) == short_processes(load_suite(ROOT))
-    if importlib.util.find_spec("cupti") is None:
-        pytest.skip("cupti-python is not installed: every workload is timed with events")
     smoke = by_name(document, "gemm_fwd", m=32, n=64, k=16, act="relu")
     assert smoke["timing"]["method"] == "cupti"
     assert smoke["timing"]["median"] < 20

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runner import sampling
-from runner.sampling import MethodChoices, placements, round_timing, time_workload
+from runner.sampling import placements, round_timing, time_workload
 from runner.suite import Timing
 from runner.timers import FLUSH_BUFFERS, STACK_STEP, STACK_STEPS, GpuTimers, HostTimers, L2Flush
 
@@ -119,7 +119,7 @@ TIMING = Timing(min_samples=10, max_samples=2000, max_seconds=1.0, target_rel_sp
 def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
     w = Workload()
     timers = FakeGpuTimers(w.log)
-    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Watch())
+    out = time_workload(w, timers, "cuda_events", TIMING, 0, Watch())
     samples, rounds = out["samples"], sampling.PLACEMENTS
     # round 1 stops at 10 samples (no spread); each later placement takes as many
     assert len(samples) == 10 * rounds
@@ -143,7 +143,7 @@ def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
 
 def test_a_run_median_no_longer_rests_on_one_placement() -> None:
     w = Workload()
-    out = time_workload(w, FakeGpuTimers(w.log), MethodChoices(None), TIMING, 0, Watch())
+    out = time_workload(w, FakeGpuTimers(w.log), "cuda_events", TIMING, 0, Watch())
     # one placement alone would give 100.0; all of them give the middle of 100..105
     top = 100.0 + sampling.PLACEMENTS - 1
     assert statistics.median(out["samples"]) == pytest.approx((100.0 + top) / 2)
@@ -179,7 +179,7 @@ def test_a_throttled_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch)
 
     w = Workload()
     timers = FakeGpuTimers(w.log)
-    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Capped())
+    out = time_workload(w, timers, "cuda_events", TIMING, 0, Capped())
     assert set(out["samples"]) == {100.0} and timers.relocations == 0
     assert "paced" in out["stop_reason"] and "placements" not in out["stop_reason"]
     assert out["placements"] == 1
@@ -189,7 +189,7 @@ def test_a_long_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(sampling, "PLACEMENTS_MAX_US", -1.0)
     w = Workload()
     timers = FakeGpuTimers(w.log)
-    out = time_workload(w, timers, MethodChoices(None), TIMING, 0, Watch())
+    out = time_workload(w, timers, "cuda_events", TIMING, 0, Watch())
     assert len(out["samples"]) == 10 and set(out["samples"]) == {100.0}
     assert timers.relocations == 0 and len(w.made) == 1 and w.made[0].closed
     assert "placements" not in out["stop_reason"] and out["placements"] == 1
@@ -197,7 +197,7 @@ def test_a_long_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_no_memory_for_another_placement_keeps_the_ones_taken() -> None:
     w = Workload(fail_after=2)
-    out = time_workload(w, FakeGpuTimers(w.log), MethodChoices(None), TIMING, 0, Watch())
+    out = time_workload(w, FakeGpuTimers(w.log), "cuda_events", TIMING, 0, Watch())
     assert sorted(set(out["samples"])) == [100.0, 101.0] and len(out["samples"]) == 20
     assert "2 placements x 10 samples" in out["stop_reason"] and out["placements"] == 2
     assert all(i.closed for i in w.made)

@@ -12,7 +12,7 @@ import pytest
 
 from runner import timeline
 from runner.measure import Outcome
-from runner.sampling import MethodChoices, collect, pick_method, select_timer
+from runner.sampling import TimingMethodUnavailable, collect, select_timer, workload_method
 from runner.suite import Timing
 from runner.timers import busy_ns
 
@@ -220,29 +220,42 @@ def test_busy_time_is_the_union_of_kernel_intervals() -> None:
     assert busy_ns([("a", 0, 100), ("b", 50, 150), ("c", 120, 130), ("d", 300, 310)]) == 160
 
 
-def test_the_first_process_chooses_and_the_others_follow(tmp_path: Path) -> None:
+def test_the_declared_method_is_the_one_used_or_the_workload_fails() -> None:
     class Timers:
         events = "events"
+        cupti_error = "ImportError: no module named cupti"
 
-        def __init__(self, cupti_ok: bool) -> None:
-            self.ok = cupti_ok
+        def __init__(self, cupti_ok: bool, records: bool = True) -> None:
+            self.ok, self.records = cupti_ok, records
 
         def cupti(self) -> str | None:
             return "cupti" if self.ok else None
 
         def cupti_works(self, sample) -> bool:
-            return self.ok
+            return self.records
 
-    estimates = iter([8.0] * 5)
-    first = MethodChoices(str(tmp_path))
-    timer, estimate = select_timer(Timers(True), first, "w", lambda t: next(estimates), 30.0)
-    assert (timer, estimate) == ("cupti", 8.0)
-    later = MethodChoices(str(tmp_path))  # another process of the same run
-    assert select_timer(Timers(True), later, "w", lambda t: 1 / 0, 30.0) == ("cupti", None)
-    # far above the threshold on the host clock: events, without an estimate
-    assert select_timer(Timers(True), later, "long", lambda t: 1 / 0, 5000.0) == ("events", None)
-    assert pick_method(8.0, cupti_ready=False) == "cuda_events"
-    assert pick_method(25.0, cupti_ready=True) == "cuda_events"
+    never = lambda t: 1 / 0  # noqa: E731 - no measurement decides anything
+    assert select_timer(Timers(True), "cupti", never) == "cupti"
+    assert select_timer(Timers(True), "cuda_events", never) == "events"
+    with pytest.raises(TimingMethodUnavailable, match=r"unavailable in this process.*cupti"):
+        select_timer(Timers(False), "cupti", never)  # never events in its place
+    with pytest.raises(TimingMethodUnavailable, match="recorded no kernel"):
+        select_timer(Timers(True, records=False), "cupti", never)
+    with pytest.raises(TimingMethodUnavailable, match="GPU suite"):
+        select_timer(Timers(True), "host", never)
+
+    class Declared:
+        id = "w"
+        timing_method = "cupti"
+
+    class Silent:
+        id = "s"
+
+    assert workload_method(Declared(), "cuda_events") == "cupti"
+    assert workload_method(Silent(), "cuda_events") == "cuda_events"
+    Declared.timing_method = "guess"
+    with pytest.raises(TimingMethodUnavailable, match="unknown timing method"):
+        workload_method(Declared(), "cuda_events")
 
 
 def test_a_large_spread_is_sampled_longer_than_a_small_settled_one() -> None:

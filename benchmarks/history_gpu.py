@@ -1,0 +1,324 @@
+"""Verdicts along a real history on a real GPU, with the truth beside them (issue 14, item 8).
+
+    # on the GPU host (CuPy, cupti-python, nvcc; the service's wheels on PYTHONPATH):
+    python -m benchmarks.history_gpu --out DIR [--budget 560]
+    # anywhere, again from what a run saved:
+    python -m benchmarks.history_gpu --table DIR/history.json
+
+A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
+of >= 50 us, four of 10-50 us, four of a few us) gets a history of ten commits: a base, two A/A
+commits (a README edit, a comment in the CUDA source), a step that makes nine of the kernels
+read more bytes (1.5-45% more, so that each class has changes below, at and above its detection
+target; three kernels never change), three innocent commits, the fix (the extra reads go), and
+two more innocent commits. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
+the signed webhook, one push at a time; a real `kernelwatch-runner agent` claims the jobs, runs
+the suite (build, correctness, timing in several processes; ncu is left out, it decides
+nothing here), posts the documents, and runs the confirmation the step's suspected regressions
+queue. Then every adjacent pair of commits is measured by an instrument of its own
+(benchmarks/history_truth.py: both builds in one process, interleaved A B / B A, L2 flushed,
+the same timing method), and the table prints, per commit and series, the true change, what
+kernelwatch reported, and its verdict, with the targets of the issue (benchmarks/history_table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
+
+from histsuite.workloads import all_workloads  # noqa: E402
+
+from benchmarks.history_table import Row, render  # noqa: E402
+
+SUITE = ROOT / "benchmarks" / "history_suite"
+REPOSITORY = "bench/history"
+SECRET, ADMIN = "history-secret", "history-admin"
+# Extra bytes each kernel reads at the step, as a fraction of its 8 n bytes (w0, w4, w8: A/A).
+STEP = {1: 0.015, 2: 0.03, 3: 0.06, 5: 0.03, 6: 0.06, 7: 0.12, 9: 0.15, 10: 0.30, 11: 0.45}
+# (what the commit does, how): base, aa / innocent (readme or comment), step, fix.
+HISTORY = [
+    ("base", "base"),
+    ("aa", "readme"),
+    ("aa", "comment"),
+    ("step", "step"),
+    ("innocent", "readme"),
+    ("innocent", "comment"),
+    ("innocent", "readme"),
+    ("fix", "fix"),
+    ("innocent", "readme"),
+    ("innocent", "comment"),
+]
+
+
+def log(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
+           "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.com"}  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout.strip()
+
+
+def extra_header(extras: dict[int, float]) -> str:
+    lines = ["// Extra floats each workload's kernel reads from its pad buffer (the injection)."]
+    for w in all_workloads():
+        index = w.params["w"]
+        floats = round(extras.get(index, 0.0) * 2 * w.n / 4) * 4  # of 8 n bytes: 2 n floats
+        lines.append(f"#define EXTRA_W{index} {floats}LL")
+    return "\n".join(lines) + "\n"
+
+
+def make_repository(repo: Path) -> list[dict[str, Any]]:
+    """The history's commits (oldest first): sha, what it did, and each kernel's extra reads."""
+    shutil.copytree(SUITE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git(repo, "init", "-q", "-b", "main")
+    extras: dict[int, float] = {}
+    commits = []
+    for i, (kind, how) in enumerate(HISTORY):
+        if how == "readme":
+            with (repo / "README.md").open("a") as f:
+                f.write(f"Commit {i}: notes that change no kernel.\n")
+        elif how == "comment":
+            source = repo / "histsuite" / "cuda" / "stream.cu"
+            source.write_text(source.read_text() + f"// commit {i}: a comment, the same code\n")
+        elif how in ("step", "fix"):
+            extras = dict(STEP) if how == "step" else {}
+            (repo / "histsuite" / "cuda" / "extra.h").write_text(extra_header(extras))
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: commit {i} ({how})")
+        commits.append({"index": i, "sha": git(repo, "rev-parse", "HEAD"), "kind": kind,
+                        "how": how, "extras": dict(extras)})  # fmt: skip
+    return commits
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], env: dict[str, str], logfile: Path) -> Iterator[subprocess.Popen]:
+    with logfile.open("w") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def push(url: str, repo: Path, commit: dict[str, Any]) -> None:
+    sha = commit["sha"]
+    entry = {"id": sha, "message": f"commit {commit['index']}", "timestamp": "2026-11-25T12:00:00Z",
+             "author": {"name": "Bench", "email": "bench@example.com"}}  # fmt: skip
+    payload = {
+        "ref": "refs/heads/main",
+        "before": "0" * 39 + "1",
+        "after": sha,
+        "deleted": False,
+        "commits": [entry],
+        "head_commit": entry,
+        "repository": {
+            "full_name": REPOSITORY,
+            "name": "history",
+            "owner": {"login": "bench"},
+            "clone_url": str(repo),
+        },
+    }
+    body = json.dumps(payload).encode()
+    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    answer = httpx.post(
+        f"{url}/webhooks/github",
+        content=body,
+        headers={
+            "X-GitHub-Event": "push",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": f"sha256={signature}",
+        },
+        timeout=30,
+    )
+    answer.raise_for_status()
+
+
+def settled(client: httpx.Client, sha: str) -> bool:
+    """No job waits or runs, the commit's verdicts are in, and no alert waits to be confirmed."""
+    jobs = client.get("/api/v1/jobs", params={"repository": REPOSITORY}).json()
+    if any(j["state"] in ("queued", "running") for j in jobs):
+        return False
+    failed = [j for j in jobs if j["state"] == "failed"]
+    if failed:
+        raise RuntimeError(f"job failed: {failed[0]['failure'][-2000:]}")
+    metrics = client.get(f"/api/v1/commits/{sha}/metrics")
+    if metrics.status_code == 404:
+        return False
+    body = metrics.json()
+    if body["analysis_pending"] or body["change_points_pending"]:
+        return False
+    return all(a["state"] != "suspected" for a in client.get("/api/v1/alerts").json())
+
+
+def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -> dict[str, Any]:
+    """Push each commit, let the real agent measure it (and confirm what it suspects)."""
+    env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
+           "KERNELWATCH_WEBHOOK_SECRET": SECRET, "KERNELWATCH_ADMIN_TOKEN": ADMIN,
+           "KERNELWATCH_DATA_DIR": str(work / "data"),
+           # ncu decides nothing here and costs most of a run: the runner says it is absent.
+           "KERNELWATCH_NCU": str(work / "no-ncu")}  # fmt: skip
+    py = sys.executable
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    reported: dict[str, Any] = {}
+    with running([py, "-m", "service.cli", "serve", "--port", str(port)], env,
+                 work / "service.log"):  # fmt: skip
+        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"},
+                              timeout=30)  # fmt: skip
+        _wait(lambda: client.get("/healthz").status_code == 200, 60)
+        token = subprocess.run(
+            [py, "-m", "service.cli", "runner-token", "create", "h100-a", "--labels", "gpu=h100"],
+            env=env, cwd=ROOT, capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        agent = [py, "-m", "runner.cli", "agent", "--server", url, "--token", token, "--poll",
+                 "0.5", "--spool", str(work / "spool"), "--cache", str(work / "cache")]  # fmt: skip
+        with running(agent, env, work / "agent.log"):
+            for commit in commits:
+                if time.monotonic() > deadline:
+                    log(f"budget spent: stopping before commit {commit['index']}")
+                    break
+                started = time.monotonic()
+                push(url, work / "repo", commit)
+                _wait(lambda c=commit: settled(client, c["sha"]), deadline - time.monotonic())
+                log(f"commit {commit['index']} ({commit['kind']}) measured and judged in "
+                    f"{time.monotonic() - started:.0f} s")  # fmt: skip
+                reported[commit["sha"]] = client.get(
+                    f"/api/v1/commits/{commit['sha']}/metrics"
+                ).json()
+        alerts = [client.get(f"/api/v1/alerts/{a['id']}").json()
+                  for a in client.get("/api/v1/alerts").json()]  # fmt: skip
+        jobs = client.get("/api/v1/jobs", params={"repository": REPOSITORY}).json()
+    return {"reported": reported, "alerts": alerts, "jobs": jobs}
+
+
+def _wait(ready: Any, timeout: float) -> None:
+    deadline = time.monotonic() + max(timeout, 1)
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.TransportError):
+            if ready():
+                return
+        time.sleep(0.5)
+    raise TimeoutError("timed out waiting")
+
+
+def measure_truth(work: Path, commits: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every adjacent pair, interleaved, by benchmarks/history_truth.py."""
+    builds: dict[str, str] = {}
+    names = []
+    for commit in commits:
+        tree = work / "truth" / commit["sha"][:12]
+        git(work / "repo", "worktree", "add", "-q", "--detach", str(tree), commit["sha"])
+        source = (tree / "histsuite" / "cuda" / "extra.h").read_text()
+        name = hashlib.sha1(source.encode()).hexdigest()[:10]  # one build per distinct kernel
+        if name not in builds:
+            out = work / "truth" / f"build-{name}"
+            subprocess.run([sys.executable, "-m", "histsuite.build", "--out", str(out)],
+                           cwd=tree, check=True, capture_output=True)  # fmt: skip
+            builds[name] = str(out)
+        names.append(name)
+    pairs = [[names[i - 1], names[i]] for i in range(1, len(names))]
+    spec = work / "truth-pairs.json"
+    spec.write_text(json.dumps({"builds": builds, "pairs": pairs}))
+    result = work / "truth.json"
+    subprocess.run([sys.executable, "-m", "benchmarks.history_truth", str(spec), str(result)],
+                   cwd=ROOT, check=True)  # fmt: skip
+    measured = json.loads(result.read_text())["pairs"]
+    return {commits[i]["sha"]: measured[f"{a}..{b}"] for i, (a, b) in enumerate(pairs, start=1)}
+
+
+def rows(saved: dict[str, Any]) -> list[Row]:
+    workloads = {w.id: w for w in all_workloads()}
+    out = []
+    changed_before: set[str] = set()
+    previous: dict[str, float] = {}
+    for commit in saved["commits"]:
+        metrics = saved["reported"].get(commit["sha"])
+        if metrics is None:
+            break
+        truth = saved.get("truth", {}).get(commit["sha"], {})
+        series = {}
+        for w in metrics["workloads"]:
+            for k in w["kernels"]:
+                for m in k["metrics"]:
+                    series[f"stream[cls={w['params']['cls']},w={w['params']['w']}]"] = m
+        for wid, w in workloads.items():
+            index = w.params["w"]
+            extra = commit["extras"].get(str(index), commit["extras"].get(index, 0.0))
+            changed = commit["index"] > 0 and extra != previous.get(wid, 0.0)
+            m = series.get(wid, {})
+            out.append(Row(
+                commit=commit["index"], kind=commit["kind"], series=wid, cls=w.params["cls"],
+                changed=changed, after_shift=wid in changed_before and not changed,
+                truth=truth.get(wid, {}).get("change"), reported=m.get("change"),
+                verdict=m.get("verdict"),
+            ))  # fmt: skip
+            if changed:
+                changed_before.add(wid)
+            previous[wid] = extra
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--out", type=Path, help="record on this GPU host; results go here")
+    what.add_argument("--table", type=Path, help="print the table of a saved history.json")
+    p.add_argument("--budget", type=float, default=560.0, help="wall seconds for the history")
+    p.add_argument("--work", type=Path, default=Path("/tmp/kw-history"))
+    args = p.parse_args(argv)
+    if args.table:
+        saved = json.loads(args.table.read_text())
+    else:
+        deadline = time.monotonic() + args.budget
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        commits = make_repository(args.work / "repo")
+        saved = {"commits": commits, **record_history(args.work, commits, deadline)}
+        measured = [c for c in commits if c["sha"] in saved["reported"]]
+        started = time.monotonic()
+        saved["truth"] = measure_truth(args.work, measured)
+        log(f"truth measured in {time.monotonic() - started:.0f} s")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "history.json").write_text(json.dumps(saved, indent=1))
+        shutil.copy(args.work / "kernelwatch.db", args.out / "kernelwatch.db")
+        for name in ("agent.log", "service.log"):
+            shutil.copy(args.work / name, args.out / name)
+    table = render(rows(saved))
+    print(table)
+    return 0 if "FAIL" not in table else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

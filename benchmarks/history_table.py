@@ -1,0 +1,123 @@
+"""The history benchmark's verdict table and its targets: what kernelwatch said at each commit
+and series, beside the truth an interleaved instrument measured (issue 14, item 8).
+
+Pure: plain rows in, a table and PASS/FAIL lines out, so that it is tested on the CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TARGETS = {"long": 0.02, "mid": 0.05, "short": 0.10}  # recall >= 95% at these true changes
+RECALL = 0.95
+ACCURACY_PP = 0.02  # reported change within 2 percentage points of the truth ...
+ACCURACY_UP_TO = 0.50  # ... for true changes up to 50%
+FALSE_RATE = 0.01  # false regressions per innocent series-commit, overall
+
+
+@dataclass(frozen=True)
+class Row:
+    """One series at one commit."""
+
+    commit: int
+    kind: str  # what the commit did: base, aa, step, fix, innocent
+    series: str
+    cls: str  # duration class: long, mid, short
+    changed: bool  # the commit changed this series' kernel
+    after_shift: bool  # an earlier commit of the history changed it
+    truth: float | None  # interleaved A/B change against the parent commit
+    reported: float | None  # kernelwatch's change against its baseline
+    verdict: str | None
+
+    @property
+    def error(self) -> float | None:
+        if self.truth is None or self.reported is None:
+            return None
+        return self.reported - self.truth
+
+
+@dataclass(frozen=True)
+class Score:
+    innocent: int
+    false_regressions: int
+    false_after_shift: int
+    false_improvements: int
+    compared: int
+    within: int
+    worst: Row | None
+    recall: dict[str, tuple[int, int]]  # class -> (caught, due)
+
+    def passed(self) -> dict[str, bool]:
+        return {
+            "no false regression after a shift": self.false_after_shift == 0,
+            "false regressions <= 1 per 100 innocent series-commits": self.false_regressions
+            <= FALSE_RATE * self.innocent,
+            "reported within 2 pp of the truth (|truth| <= 50%)": self.within == self.compared,
+            **{
+                f"recall >= 95% at >= {TARGETS[c]:.0%} ({c})": due > 0 and caught >= RECALL * due
+                for c, (caught, due) in self.recall.items()
+            },
+        }
+
+
+def score(rows: list[Row]) -> Score:
+    innocent = [r for r in rows if not r.changed and r.commit > 0]
+    regressed = [r for r in innocent if r.verdict == "regressed"]
+    compared = [r for r in rows if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO]
+    within = [r for r in compared if abs(r.error or 0) <= ACCURACY_PP]
+    worst = max(compared, key=lambda r: abs(r.error or 0), default=None)
+    recall: dict[str, tuple[int, int]] = {}
+    for cls, target in TARGETS.items():
+        due = [r for r in rows if r.cls == cls and r.truth is not None and abs(r.truth) >= target]
+        caught = [
+            r
+            for r in due
+            if r.verdict == ("regressed" if (r.truth or 0) > 0 else "improved") and r.changed
+        ]
+        recall[cls] = (len(caught), len(due))
+    return Score(
+        innocent=len(innocent),
+        false_regressions=len(regressed),
+        false_after_shift=sum(r.after_shift for r in regressed),
+        false_improvements=sum(r.verdict == "improved" for r in innocent),
+        compared=len(compared),
+        within=len(within),
+        worst=worst,
+        recall=recall,
+    )
+
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x:+.2%}"
+
+
+def render(rows: list[Row]) -> str:
+    lines = [
+        "| commit | what | series | class | truth (A/B) | kernelwatch | error (pp) | verdict |",
+        "|---:|---|---|---|--:|--:|--:|---|",
+    ]
+    for r in rows:
+        error = "" if r.error is None else f"{r.error * 100:+.2f}"
+        mark = " ◀" if r.changed else ""
+        lines.append(
+            f"| {r.commit} | {r.kind} | {r.series}{mark} | {r.cls} | {_pct(r.truth)} | "
+            f"{_pct(r.reported)} | {error} | {r.verdict or ''} |"
+        )
+    s = score(rows)
+    lines.append("")
+    lines.append(
+        f"innocent series-commits: {s.innocent}; false regressions {s.false_regressions} "
+        f"({s.false_after_shift} after a shift), false improvements {s.false_improvements}"
+    )
+    worst = (
+        f"; worst {s.worst.series} at commit {s.worst.commit}: {_pct(s.worst.reported)} vs "
+        f"{_pct(s.worst.truth)}"
+        if s.worst
+        else ""
+    )
+    lines.append(f"reported within 2 pp of the truth: {s.within} of {s.compared}{worst}")
+    for cls, (caught, due) in s.recall.items():
+        lines.append(f"recall {cls} (|truth| >= {TARGETS[cls]:.0%}): {caught} of {due}")
+    for name, ok in s.passed().items():
+        lines.append(f"{'PASS' if ok else 'FAIL'} {name}")
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""The truth beside kernelwatch: every adjacent pair of builds of the history suite timed
+interleaved in one process (A B, then B A, round after round), L2 flushed before every sample,
+each workload with its declared timing method. Its own code: CuPy events or CUPTI's kernel
+records read here, not the runner's timers.
+
+    python -m benchmarks.history_truth PAIRS.json OUT.json
+
+PAIRS.json: {"builds": {"name": "dir with stream.cubin", ...}, "pairs": [[base, head], ...]}.
+OUT.json: per pair, per workload id: base and head medians (us), the change, and the spread of
+the per-round changes (how well the instrument knows it). GPU host only (CuPy, cupti-python).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
+
+from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noqa: E402
+
+ROUNDS = 12
+SAMPLES = 8  # per side and round
+WARMUP = 5
+FLUSH_BYTES = 256 << 20  # > 2 x the H100's 50 MB L2
+
+
+class Kernels:
+    """A CUPTI kernel-activity subscriber: (start, end) ns of every kernel while enabled."""
+
+    def __init__(self) -> None:
+        from cupti import cupti
+
+        self.cupti, self.records = cupti, []
+        self.kind = cupti.ActivityKind.CONCURRENT_KERNEL
+        cupti.activity_register_callbacks(self._buffer, self._completed)
+
+    def _buffer(self) -> tuple[int, int]:
+        return 8 << 20, 0
+
+    def _completed(self, activities: list[Any]) -> None:
+        self.records += [(a.name, a.start, a.end) for a in activities]
+
+    def time_us(self, launch: Any, flush: Any, cp: Any) -> float:
+        flush()
+        cp.cuda.Device().synchronize()
+        self.records = []
+        self.cupti.activity_enable(self.kind)
+        launch()
+        cp.cuda.Device().synchronize()
+        self.cupti.activity_disable(self.kind)
+        self.cupti.activity_flush_all(1)
+        mine = [(s, e) for name, s, e in self.records if name.startswith("hist_")]
+        if not mine:
+            raise RuntimeError("CUPTI recorded no kernel of the launch")
+        return (max(e for _, e in mine) - min(s for s, _ in mine)) / 1e3
+
+
+def measure(pairs: dict[str, Any]) -> dict[str, Any]:
+    import cupy as cp
+
+    flush_buffer = cp.empty(FLUSH_BYTES, dtype=cp.uint8)
+
+    def flush() -> None:
+        cp.cuda.runtime.memsetAsync(
+            flush_buffer.data.ptr, 0, FLUSH_BYTES, cp.cuda.get_current_stream().ptr
+        )
+
+    modules = {
+        name: cp.RawModule(path=str(Path(folder) / CUBIN))
+        for name, folder in pairs["builds"].items()
+    }
+    cupti = Kernels()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+
+    def events_us(launch: Any) -> float:
+        flush()  # ~80 us of memset: the launch is enqueued before the GPU reaches `start`
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) * 1e3
+
+    out: dict[str, Any] = {}
+    for base, head in pairs["pairs"]:
+        rows = {
+            w.id: _interleaved(w, modules[base], modules[head], cupti, flush, events_us, cp)
+            for w in all_workloads()
+        }
+        out[f"{base}..{head}"] = rows
+        changes = ", ".join(f"{wid[7:-1]} {r['change']:+.2%}" for wid, r in rows.items())
+        print(f"truth {base[:10]}..{head[:10]}: {changes}", flush=True)
+    return out
+
+
+def _interleaved(
+    w: Any, base: Any, head: Any, cupti: Kernels, flush: Any, events_us: Any, cp: Any
+) -> dict[str, Any]:
+    """One workload, base and head kernels on the same buffers, A B / B A round after round."""
+    x = cp.random.RandomState(1).standard_normal(w.n, dtype=cp.float32)
+    pad = cp.zeros(w.n, dtype=cp.float32)
+    y = cp.empty(w.n, dtype=cp.float32)
+    blocks = min(MAX_BLOCKS, (w.n // 4 + THREADS - 1) // THREADS)
+    args = (x, pad, y, np.int64(w.n // 4))
+    kernels = {"base": base.get_function(w.kernels[0]), "head": head.get_function(w.kernels[0])}
+    launch = {
+        side: functools.partial(kernel, (blocks,), (THREADS,), args)
+        for side, kernel in kernels.items()
+    }
+
+    def sample(side: str) -> float:
+        if w.timing_method == "cupti":
+            return cupti.time_us(launch[side], flush, cp)
+        return events_us(launch[side])
+
+    for side in launch:
+        for _ in range(WARMUP):
+            launch[side]()
+    cp.cuda.Device().synchronize()
+    taken: dict[str, list[float]] = {"base": [], "head": []}
+    per_round = []
+    for r in range(ROUNDS):
+        order = ("base", "head") if r % 2 == 0 else ("head", "base")
+        got = {side: [sample(side) for _ in range(SAMPLES)] for side in order}
+        for side in order:
+            taken[side] += got[side]
+        per_round.append(statistics.median(got["head"]) / statistics.median(got["base"]))
+    b, h = statistics.median(taken["base"]), statistics.median(taken["head"])
+    q1, q3 = np.percentile(per_round, [25, 75])
+    return {
+        "method": w.timing_method,
+        "base_us": b,
+        "head_us": h,
+        "change": h / b - 1,
+        "round_iqr": float(q3 - q1),
+        "samples": len(taken["base"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    pairs = json.loads(Path(args[0]).read_text())
+    started = time.monotonic()
+    result = measure(pairs)
+    Path(args[1]).write_text(json.dumps({"seconds": time.monotonic() - started, "pairs": result}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The H100 history benchmark on the CPU: its repository of commits, its suite's nvcc build, and
+the table's targets, which must come out FAIL for a kernelwatch that cries wolf or misreports."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import history_gpu
+from benchmarks.history_table import Row, render, score
+
+SUITE = Path(history_gpu.__file__).resolve().parent / "history_suite"
+
+
+def test_the_history_changes_what_it_says_and_nothing_else(tmp_path: Path) -> None:
+    commits = history_gpu.make_repository(tmp_path / "repo")
+    assert [c["kind"] for c in commits] == [k for k, _ in history_gpu.HISTORY]
+    step = next(c for c in commits if c["kind"] == "step")
+    fix = next(c for c in commits if c["kind"] == "fix")
+    changed = history_gpu.git(
+        tmp_path / "repo", "diff", "--name-only", f"{step['sha']}~1", step["sha"]
+    )
+    assert changed == "histsuite/cuda/extra.h"
+    header = (tmp_path / "repo" / "histsuite" / "cuda" / "extra.h").read_text()
+    assert "#define EXTRA_W3 0LL" in header  # the fix took the extra reads away again
+    shown = history_gpu.git(tmp_path / "repo", "show", f"{step['sha']}:histsuite/cuda/extra.h")
+    assert "#define EXTRA_W0 0LL" in shown  # A/A kernels never change
+    assert "#define EXTRA_W3 4026532LL" in shown  # 6% of 8 x 32M bytes, in floats
+    assert fix["extras"] == {} and step["extras"] == history_gpu.STEP
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_suite_builds_with_nvcc(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "histsuite.build", "--out", str(tmp_path), "--arch", "sm_90"],
+        cwd=SUITE,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "stream.cubin").stat().st_size > 0
+    assert done.stdout.count("Function properties for hist_w") == 12
+
+
+def rows(reported: dict[int, tuple[float, str]], truth: dict[int, float]) -> list[Row]:
+    """One long series: commit 3 steps up 5%, commit 7 back; `reported` overrides."""
+    out = []
+    for i in range(10):
+        changed = i in (3, 7)
+        true = truth.get(i, 0.0005)
+        change, verdict = reported.get(i, (true, "unchanged"))
+        out.append(Row(i, "x", "s", "long", changed, i > 3 and not changed, true, change, verdict))
+    return out
+
+
+TRUE = {3: 0.05, 7: -0.048}
+RIGHT = {3: (0.051, "regressed"), 7: (-0.047, "improved")}
+
+
+def test_a_kernelwatch_that_tells_the_truth_passes() -> None:
+    s = score(rows(RIGHT, TRUE))
+    assert s.passed()["no false regression after a shift"]
+    assert s.recall["long"] == (2, 2)
+    assert s.within == s.compared == 10
+    table = render(rows(RIGHT, TRUE))
+    assert "FAIL no false" not in table and "PASS reported within 2 pp" in table
+
+
+def test_crying_wolf_misreporting_and_missing_fail() -> None:
+    wolf = score(rows({**RIGHT, 5: (0.03, "regressed")}, TRUE))
+    assert not wolf.passed()["no false regression after a shift"]
+    assert wolf.false_after_shift == 1
+    off = score(rows({**RIGHT, 3: (0.08, "regressed")}, TRUE))
+    assert not off.passed()["reported within 2 pp of the truth (|truth| <= 50%)"]
+    missed = score(rows({**RIGHT, 7: (-0.047, "unchanged")}, TRUE))
+    assert missed.recall["long"] == (1, 2)
+    assert not missed.passed()["recall >= 95% at >= 2% (long)"]
