@@ -6,11 +6,12 @@
     python -m benchmarks.history_gpu --table DIR/history.json
 
 A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
-of >= 50 us, four of 10-50 us, four of a few us) gets a history of ten commits: a base, two A/A
+of >= 50 us, four of 10-50 us, four of a few us) gets a history of 17 commits: a base, two A/A
 commits (a README edit, a comment in the CUDA source), a step that makes nine of the kernels
 read more bytes (1.5-45% more, so that each class has changes below, at and above its detection
-target; three kernels never change), three innocent commits, the fix (the extra reads go), and
-two more innocent commits. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
+target; three kernels never change), three innocent commits, the fix (the extra reads go), two
+more innocent commits, then a second step (other sizes, near the targets), three innocent
+commits, its fix and two more. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
 the signed webhook, one push at a time; a real `kernelwatch-runner agent` claims the jobs, runs
 the suite (build, correctness, timing in several processes; ncu is left out, it decides
 nothing here), posts the documents, and runs the confirmation the step's suspected regressions
@@ -51,14 +52,26 @@ from benchmarks.history_table import Row, render  # noqa: E402
 SUITE = ROOT / "benchmarks" / "history_suite"
 REPOSITORY = "bench/history"
 SECRET, ADMIN = "history-secret", "history-admin"
-# Extra bytes each kernel reads at the step, as a fraction of its 8 n bytes (w0, w4, w8: A/A).
-STEP = {1: 0.015, 2: 0.03, 3: 0.06, 5: 0.03, 6: 0.06, 7: 0.12, 9: 0.15, 10: 0.30, 11: 0.45}
+# Extra bytes each kernel reads after a step, as a fraction of its 8 n bytes (w0, w4, w8 never
+# change: A/A). The second step puts other kernels near their class's detection target.
+STEPS = {
+    "step": {1: 0.015, 2: 0.03, 3: 0.06, 5: 0.03, 6: 0.06, 7: 0.12, 9: 0.15, 10: 0.30, 11: 0.45},
+    "step2": {1: 0.03, 2: 0.02, 3: 0.025, 5: 0.07, 6: 0.055, 7: 0.09, 9: 0.25, 10: 0.2, 11: 0.35},
+}
+STEP = STEPS["step"]
 # (what the commit does, how): base, aa / innocent (readme or comment), step, fix.
 HISTORY = [
     ("base", "base"),
     ("aa", "readme"),
     ("aa", "comment"),
     ("step", "step"),
+    ("innocent", "readme"),
+    ("innocent", "comment"),
+    ("innocent", "readme"),
+    ("fix", "fix"),
+    ("innocent", "readme"),
+    ("innocent", "comment"),
+    ("step", "step2"),
     ("innocent", "readme"),
     ("innocent", "comment"),
     ("innocent", "readme"),
@@ -102,8 +115,8 @@ def make_repository(repo: Path) -> list[dict[str, Any]]:
         elif how == "comment":
             source = repo / "histsuite" / "cuda" / "stream.cu"
             source.write_text(source.read_text() + f"// commit {i}: a comment, the same code\n")
-        elif how in ("step", "fix"):
-            extras = dict(STEP) if how == "step" else {}
+        elif how in (*STEPS, "fix"):
+            extras = dict(STEPS.get(how, {}))
             (repo / "histsuite" / "cuda" / "extra.h").write_text(extra_header(extras))
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: commit {i} ({how})")
@@ -305,11 +318,14 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.work, ignore_errors=True)
         args.work.mkdir(parents=True)
         commits = make_repository(args.work / "repo")
+        started = time.monotonic()
         saved = {"commits": commits, **record_history(args.work, commits, deadline)}
+        saved["history_seconds"] = time.monotonic() - started
         measured = [c for c in commits if c["sha"] in saved["reported"]]
         started = time.monotonic()
         saved["truth"] = measure_truth(args.work, measured)
-        log(f"truth measured in {time.monotonic() - started:.0f} s")
+        saved["truth_seconds"] = time.monotonic() - started
+        log(f"truth measured in {saved['truth_seconds']:.0f} s")
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "history.json").write_text(json.dumps(saved, indent=1))
         shutil.copy(args.work / "kernelwatch.db", args.out / "kernelwatch.db")

@@ -1,21 +1,21 @@
 """One run: checkout → build → correctness → timing (N processes) → profiles → document.
 
 Timing: every selected workload that passed correctness is timed in the suite's [timing]
-processes, one after the other. A short launch timed with CUDA events (one that every one of
-those processes sampled on several placements in memory, runner.sampling.PLACEMENTS: a GPU
-launch of at most PLACEMENTS_MAX_US, not power-capped; CUPTI-timed ones, the shortest, are not)
-is then timed in more processes, up to $KERNELWATCH_SHORT_PROCESSES in all
-(default: SHORT_PROCESSES_FACTOR x the suite's processes). Such a launch keeps an offset per
-process that no move inside the process changes (new buffers, local memory, flush buffer, kernel
-modules loaded again): on the H100, 60-400 us launches (gemm_fwd 1024^3, gemm_bwd 256^3,
-cuBLAS 1024^3) sat up to ~1.5% apart from one process to the next, e.g. gemm_fwd gelu 1024^3 at
-91.9-92.1 us in every one of 6 processes of one run and at 91.9-93.2 us in the next run's. The
-run's median over 3 processes then moved by up to 1.2% between runs of the same commit; only more
-processes average it. The extra processes time only those launches (20 of the default suite's
-38, ~2.6 s a process on the H100); each one is a further entry in the workload's
-timing.processes (the median stays the median of all samples), its stop reason marked
-(SHORT_NOTE), and the log says how many were timed so. With 6 processes, two pairs of runs of
-the same commit (benchmarks/runner_cost.py --runs 2) had every workload of >= 50 us within 0.7%.
+processes, one after the other. A short launch (one that every one of those processes sampled
+on several placements in memory, runner.sampling.PLACEMENTS: a GPU launch of at most
+PLACEMENTS_MAX_US, not power-capped), whether CUDA events or CUPTI time it, is then timed in
+more processes, up to $KERNELWATCH_SHORT_PROCESSES in all (default: SHORT_PROCESSES_FACTOR x
+the suite's processes). Such a launch keeps an offset per process that no move inside the
+process changes (new buffers, local memory, flush buffer, kernel modules loaded again): on the
+H100, 60-400 us launches (gemm_fwd 1024^3, gemm_bwd 256^3, cuBLAS 1024^3) sat up to ~1.5% apart
+from one process to the next, e.g. gemm_fwd gelu 1024^3 at 91.9-92.1 us in every one of 6
+processes of one run and at 91.9-93.2 us in the next run's. The run's median over 3 processes
+then moved by up to 1.2% between runs of the same commit; only more processes average it. The
+extra processes time only those launches (~2.6 s a process on the H100 for the default suite);
+each one is a further entry in the workload's timing.processes (the median stays the median of
+all samples), its stop reason marked (SHORT_NOTE), and the log says how many were timed so.
+With 6 processes, two pairs of runs of the same commit (benchmarks/runner_cost.py --runs 2) had
+every workload of >= 50 us within 0.7%.
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
 SHORT_PROCESSES_ENV = "KERNELWATCH_SHORT_PROCESSES"  # ... or in this many processes in all
 SHORT_NOTE = "extra process for short launches ({total} in all)"
-# CUPTI-timed launches (the suite's < ~40 us ones, their kernels' busy time) came out within
-# 0.6% between runs with 3 processes on the H100 (but for a 1.5 us one, at the timestamps'
-# resolution)
-SHORT_METHODS = ("cuda_events",)
+# CUPTI-timed launches keep a per-process offset too: on the H100 a ~3.9 us streaming kernel
+# sat at 3.84 us in most processes and at 4.13-4.16 us in one of three now and then, which moved
+# a run's median by 2.5% (benchmarks/history_gpu.py, 2026-11-25).
+SHORT_METHODS = ("cuda_events", "cupti")
 
 
 @dataclass
@@ -205,9 +205,9 @@ def _measure(
     total = short_processes(suite)
     if short and total > suite.timing.processes:
         log(
-            f"timing: {len(short)} short launches (sampled on placements with CUDA events in "
-            f"every process) timed in {total - suite.timing.processes} more processes, {total} "
-            f"in all (${SHORT_PROCESSES_ENV})"
+            f"timing: {len(short)} short launches (sampled on placements in every process) timed "
+            f"in {total - suite.timing.processes} more processes, {total} in all "
+            f"(${SHORT_PROCESSES_ENV})"
         )
     for process in range(suite.timing.processes, total if short else 0):
         check_stop()

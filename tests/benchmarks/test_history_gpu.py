@@ -21,12 +21,14 @@ def test_the_history_changes_what_it_says_and_nothing_else(tmp_path: Path) -> No
     assert [c["kind"] for c in commits] == [k for k, _ in history_gpu.HISTORY]
     step = next(c for c in commits if c["kind"] == "step")
     fix = next(c for c in commits if c["kind"] == "fix")
+    second = [c for c in commits if c["kind"] == "step"][1]
+    assert second["extras"] == history_gpu.STEPS["step2"]
     changed = history_gpu.git(
         tmp_path / "repo", "diff", "--name-only", f"{step['sha']}~1", step["sha"]
     )
     assert changed == "histsuite/cuda/extra.h"
     header = (tmp_path / "repo" / "histsuite" / "cuda" / "extra.h").read_text()
-    assert "#define EXTRA_W3 0LL" in header  # the fix took the extra reads away again
+    assert "#define EXTRA_W3 0LL" in header  # the last fix took the extra reads away again
     shown = history_gpu.git(tmp_path / "repo", "show", f"{step['sha']}:histsuite/cuda/extra.h")
     assert "#define EXTRA_W0 0LL" in shown  # A/A kernels never change
     assert "#define EXTRA_W3 4026532LL" in shown  # 6% of 8 x 32M bytes, in floats
