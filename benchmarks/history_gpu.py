@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -290,12 +291,13 @@ def rows(saved: dict[str, Any]) -> list[Row]:
             index = w.params["w"]
             extra = commit["extras"].get(str(index), commit["extras"].get(index, 0.0))
             changed = commit["index"] > 0 and extra != previous.get(wid, 0.0)
-            m = series.get(wid, {})
+            m, true = series.get(wid, {}), truth.get(wid, {})
+            spread = true.get("placement_changes")
             out.append(Row(
                 commit=commit["index"], kind=commit["kind"], series=wid, cls=w.params["cls"],
                 changed=changed, after_shift=wid in changed_before and not changed,
-                truth=truth.get(wid, {}).get("change"), reported=m.get("change"),
-                verdict=m.get("verdict"),
+                truth=true.get("change"), reported=m.get("change"), verdict=m.get("verdict"),
+                truth_sd=float(np.std(spread, ddof=1)) if spread and len(spread) > 1 else None,
             ))  # fmt: skip
             if changed:
                 changed_before.add(wid)

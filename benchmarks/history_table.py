@@ -28,6 +28,7 @@ class Row:
     truth: float | None  # interleaved A/B change against the parent commit
     reported: float | None  # kernelwatch's change against its baseline
     verdict: str | None
+    truth_sd: float | None = None  # how much the truth varied over the instrument's placements
 
     @property
     def error(self) -> float | None:
@@ -93,15 +94,17 @@ def _pct(x: float | None) -> str:
 
 def render(rows: list[Row]) -> str:
     lines = [
-        "| commit | what | series | class | truth (A/B) | kernelwatch | error (pp) | verdict |",
-        "|---:|---|---|---|--:|--:|--:|---|",
+        "| commit | what | series | class | truth (A/B) | ± placements | kernelwatch | error (pp) "
+        "| verdict |",
+        "|---:|---|---|---|--:|--:|--:|--:|---|",
     ]
     for r in rows:
         error = "" if r.error is None else f"{r.error * 100:+.2f}"
         mark = " ◀" if r.changed else ""
         lines.append(
             f"| {r.commit} | {r.kind} | {r.series}{mark} | {r.cls} | {_pct(r.truth)} | "
-            f"{_pct(r.reported)} | {error} | {r.verdict or ''} |"
+            f"{'' if r.truth_sd is None else f'{r.truth_sd:.2%}'} | {_pct(r.reported)} | "
+            f"{error} | {r.verdict or ''} |"
         )
     s = score(rows)
     lines.append("")

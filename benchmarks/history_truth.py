@@ -1,20 +1,20 @@
 """The truth beside kernelwatch: every adjacent pair of builds of the history suite timed
-interleaved in one process (A B, then B A, round after round), L2 flushed before every sample,
-each workload with its declared timing method. Its own code: CuPy events or CUPTI's kernel
-records read here, not the runner's timers.
+interleaved in one process (A B, then B A, round after round, on several fresh allocations of
+the buffers), L2 flushed before every sample, each workload with its declared timing method,
+compared by interquartile means. Its own code: CuPy events or CUPTI's kernel records read here,
+not the runner's timers.
 
     python -m benchmarks.history_truth PAIRS.json OUT.json
 
 PAIRS.json: {"builds": {"name": "dir with stream.cubin", ...}, "pairs": [[base, head], ...]}.
-OUT.json: per pair, per workload id: base and head medians (us), the change, and the spread of
-the per-round changes (how well the instrument knows it). GPU host only (CuPy, cupti-python).
+OUT.json: per pair, per workload id: base and head times (us), the change, and the change on
+each placement (how well the instrument knows it). GPU host only (CuPy, cupti-python).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
 from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noqa: E402
 
-ROUNDS = 12
+PLACEMENTS = 4  # fresh buffers, each measured interleaved
+ROUNDS = 4  # per placement: A B, B A, A B, B A
 SAMPLES = 8  # per side and round
 WARMUP = 5
 FLUSH_BYTES = 256 << 20  # > 2 x the H100's 50 MB L2
@@ -104,45 +105,59 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
 def _interleaved(
     w: Any, base: Any, head: Any, cupti: Kernels, flush: Any, events_us: Any, cp: Any
 ) -> dict[str, Any]:
-    """One workload, base and head kernels on the same buffers, A B / B A round after round."""
-    x = cp.random.RandomState(1).standard_normal(w.n, dtype=cp.float32)
-    pad = cp.zeros(w.n, dtype=cp.float32)
-    y = cp.empty(w.n, dtype=cp.float32)
-    blocks = min(MAX_BLOCKS, (w.n // 4 + THREADS - 1) // THREADS)
-    args = (x, pad, y, np.int64(w.n // 4))
+    """One workload, base and head kernels on the same buffers, A B / B A round after round, on
+    PLACEMENTS fresh allocations of the buffers in turn (where buffers sit moves a short kernel
+    by a few percent, and by more for one variant than the other)."""
     kernels = {"base": base.get_function(w.kernels[0]), "head": head.get_function(w.kernels[0])}
-    launch = {
-        side: functools.partial(kernel, (blocks,), (THREADS,), args)
-        for side, kernel in kernels.items()
-    }
-
-    def sample(side: str) -> float:
-        if w.timing_method == "cupti":
-            return cupti.time_us(launch[side], flush, cp)
-        return events_us(launch[side])
-
-    for side in launch:
-        for _ in range(WARMUP):
-            launch[side]()
-    cp.cuda.Device().synchronize()
+    blocks = min(MAX_BLOCKS, (w.n // 4 + THREADS - 1) // THREADS)
     taken: dict[str, list[float]] = {"base": [], "head": []}
-    per_round = []
-    for r in range(ROUNDS):
-        order = ("base", "head") if r % 2 == 0 else ("head", "base")
-        got = {side: [sample(side) for _ in range(SAMPLES)] for side in order}
-        for side in order:
-            taken[side] += got[side]
-        per_round.append(statistics.median(got["head"]) / statistics.median(got["base"]))
-    b, h = statistics.median(taken["base"]), statistics.median(taken["head"])
-    q1, q3 = np.percentile(per_round, [25, 75])
+    per_placement = []
+    held = []  # earlier placements stay allocated: the next one lands elsewhere
+    for placement in range(PLACEMENTS):
+        x = cp.random.RandomState(placement).standard_normal(w.n, dtype=cp.float32)
+        pad = cp.zeros(w.n, dtype=cp.float32)
+        y = cp.empty(w.n, dtype=cp.float32)
+        held.append((x, pad, y))
+        args = (x, pad, y, np.int64(w.n // 4))
+        launch = {
+            side: functools.partial(kernel, (blocks,), (THREADS,), args)
+            for side, kernel in kernels.items()
+        }
+
+        def sample(side: str, launch: dict[str, Any] = launch) -> float:
+            if w.timing_method == "cupti":
+                return cupti.time_us(launch[side], flush, cp)
+            return events_us(launch[side])
+
+        for side in launch:
+            for _ in range(WARMUP):
+                launch[side]()
+        cp.cuda.Device().synchronize()
+        here: dict[str, list[float]] = {"base": [], "head": []}
+        for r in range(ROUNDS):
+            order = ("base", "head") if r % 2 == 0 else ("head", "base")
+            for side in order:
+                here[side] += [sample(side) for _ in range(SAMPLES)]
+        per_placement.append(central(here["head"]) / central(here["base"]) - 1)
+        for side in here:
+            taken[side] += here[side]
+    b, h = central(taken["base"]), central(taken["head"])
     return {
         "method": w.timing_method,
         "base_us": b,
         "head_us": h,
         "change": h / b - 1,
-        "round_iqr": float(q3 - q1),
+        "placement_changes": per_placement,
         "samples": len(taken["base"]),
     }
+
+
+def central(samples: list[float]) -> float:
+    """The interquartile mean: as robust as the median to the odd slow sample, and finer than
+    it where the timer's ticks (CUPTI's 32 ns) are a good part of a short kernel's time."""
+    x = np.sort(np.asarray(samples))
+    q1, q3 = np.percentile(x, [25, 75])
+    return float(x[(x >= q1) & (x <= q3)].mean())
 
 
 def main(argv: list[str] | None = None) -> int:
