@@ -2,8 +2,10 @@
 
     # on the GPU host (CuPy, cupti-python, nvcc; the service's wheels on PYTHONPATH):
     python -m benchmarks.history_gpu --out DIR [--budget 560]
-    # anywhere, again from what a run saved:
-    python -m benchmarks.history_gpu --table DIR/history.json
+    # anywhere, again from what a run saved (with the truth of a --truth-only run):
+    python -m benchmarks.history_gpu --table DIR/history.json [--truth TDIR/truth.json]
+    # on the GPU host, the truth alone (each commit's code measured against its parent's):
+    python -m benchmarks.history_gpu --truth-only TDIR
 
 A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
 of >= 50 us, four of 10-50 us, four of a few us) gets a history of 17 commits: a base, two A/A
@@ -281,7 +283,9 @@ def rows(saved: dict[str, Any]) -> list[Row]:
         metrics = saved["reported"].get(commit["sha"])
         if metrics is None:
             break
-        truth = saved.get("truth", {}).get(commit["sha"], {})
+        truth = saved.get("truth", {}).get(commit["sha"]) or saved.get("truth_by_index", {}).get(
+            str(commit["index"]), {}
+        )
         series = {}
         for w in metrics["workloads"]:
             for k in w["kernels"]:
@@ -310,11 +314,31 @@ def main(argv: list[str] | None = None) -> int:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", type=Path, help="record on this GPU host; results go here")
     what.add_argument("--table", type=Path, help="print the table of a saved history.json")
+    what.add_argument(
+        "--truth-only", type=Path, metavar="OUT", help="measure only the truth of the history"
+    )
+    p.add_argument(
+        "--truth", type=Path, help="with --table: the truth from a --truth-only run instead"
+    )
     p.add_argument("--budget", type=float, default=560.0, help="wall seconds for the history")
     p.add_argument("--work", type=Path, default=Path("/tmp/kw-history"))
     args = p.parse_args(argv)
+    if args.truth_only:
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        commits = make_repository(args.work / "repo")
+        started = time.monotonic()
+        by_sha = measure_truth(args.work, commits)
+        args.truth_only.mkdir(parents=True, exist_ok=True)
+        by_index = {str(c["index"]): by_sha[c["sha"]] for c in commits if c["sha"] in by_sha}
+        (args.truth_only / "truth.json").write_text(json.dumps({"truth_by_index": by_index}))
+        log(f"truth measured in {time.monotonic() - started:.0f} s")
+        return 0
     if args.table:
         saved = json.loads(args.table.read_text())
+        if args.truth:
+            saved.pop("truth", None)
+            saved.update(json.loads(args.truth.read_text()))
     else:
         deadline = time.monotonic() + args.budget
         shutil.rmtree(args.work, ignore_errors=True)

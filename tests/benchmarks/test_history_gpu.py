@@ -82,3 +82,15 @@ def test_crying_wolf_misreporting_and_missing_fail() -> None:
     missed = score(rows({**RIGHT, 7: (-0.047, "unchanged")}, TRUE))
     assert missed.recall["long"] == (1, 2)
     assert not missed.passed()["recall >= 95% at >= 2% (long)"]
+
+
+def test_the_truth_is_the_mean_over_processes_by_interquartile_means() -> None:
+    from benchmarks.history_truth import central, combine
+
+    assert central([3.84] * 10 + [3.872] * 6 + [4.2] * 2) == pytest.approx(3.852)
+    one = {"a..b": {"w": {"change": 0.10, "base_us": 4.0, "head_us": 4.4}}}
+    two = {"a..b": {"w": {"change": 0.20, "base_us": 4.0, "head_us": 4.8}}}
+    merged = combine([one, two])["a..b"]["w"]
+    assert merged["change"] == pytest.approx(0.15)
+    assert merged["placement_changes"] == [0.10, 0.20]
+    assert merged["head_us"] == pytest.approx(4.6)
