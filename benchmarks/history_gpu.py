@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import hashlib
 import hmac
 import json
@@ -309,6 +310,11 @@ def rows(saved: dict[str, Any]) -> list[Row]:
     return out
 
 
+def _load(path: Path) -> dict[str, Any]:
+    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    return json.loads(data)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     what = p.add_mutually_exclusive_group(required=True)
@@ -335,10 +341,10 @@ def main(argv: list[str] | None = None) -> int:
         log(f"truth measured in {time.monotonic() - started:.0f} s")
         return 0
     if args.table:
-        saved = json.loads(args.table.read_text())
+        saved = _load(args.table)
         if args.truth:
             saved.pop("truth", None)
-            saved.update(json.loads(args.truth.read_text()))
+            saved.update(_load(args.truth))
     else:
         deadline = time.monotonic() + args.budget
         shutil.rmtree(args.work, ignore_errors=True)

@@ -46,6 +46,7 @@ class Score:
     compared: int
     within: int
     worst: Row | None
+    accuracy: dict[str, tuple[int, int]]  # class -> (within 2 pp, compared)
     recall: dict[str, tuple[int, int]]  # class -> (caught, due)
 
     def passed(self) -> dict[str, bool]:
@@ -76,7 +77,12 @@ def score(rows: list[Row]) -> Score:
             if r.verdict == ("regressed" if (r.truth or 0) > 0 else "improved") and r.changed
         ]
         recall[cls] = (len(caught), len(due))
+    accuracy = {
+        cls: (sum(r.cls == cls for r in within), sum(r.cls == cls for r in compared))
+        for cls in TARGETS
+    }
     return Score(
+        accuracy=accuracy,
         innocent=len(innocent),
         false_regressions=len(regressed),
         false_after_shift=sum(r.after_shift for r in regressed),
@@ -119,6 +125,9 @@ def render(rows: list[Row]) -> str:
         else ""
     )
     lines.append(f"reported within 2 pp of the truth: {s.within} of {s.compared}{worst}")
+    lines.append(
+        "  by class: " + ", ".join(f"{cls} {good} of {n}" for cls, (good, n) in s.accuracy.items())
+    )
     for cls, (caught, due) in s.recall.items():
         lines.append(f"recall {cls} (|truth| >= {TARGETS[cls]:.0%}): {caught} of {due}")
     for name, ok in s.passed().items():
