@@ -10,7 +10,9 @@ Candidates are then pruned, weakest first, until every remaining shift between t
 its adjacent segments exceeds the floor a verdict would need: the duration class's floor
 (`verdicts.class_floor`, larger for shorter kernels) or NOISE_MULTIPLE x the relative noise,
 whichever is larger. Segments are at least MIN_SIZE points long, so a single outlying run never
-makes a change point, and a shift shows up once MIN_SIZE results after it are in.
+makes a change point, and a shift shows up once MIN_SIZE results after it are in. A shift out
+and back within EPISODE points (two slow runs among three) is an episode, not two level
+shifts: both go (the verdicts and alerts of those commits say what happened there).
 
 No SQL here: `service.analysis.changepoints` stores what this finds over a branch's history, and
 `service.analysis.segments` uses it on a commit's ancestors to start its baseline.
@@ -30,6 +32,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from service.analysis.verdicts import NOISE_MULTIPLE, class_floor
 
 MIN_SIZE = 3
+EPISODE = 5  # a shift and its return closer than this are one episode, not two level shifts
 PENALTY = 3.0
 MIN_REL_NOISE = 0.001
 
@@ -76,9 +79,26 @@ def detect(medians: Sequence[float], min_size: int = MIN_SIZE) -> list[Shift]:
     while True:
         cuts = _refine(z[:, 0], cuts, min_size)
         shifts, ratios = _shifts(x, cuts, noise_floor)
-        if not ratios or min(ratios) > 1:
+        if ratios and min(ratios) <= 1:
+            del cuts[int(np.argmin(ratios))]  # the weakest shift, relative to its floor
+            continue
+        blip = _blip(shifts, noise_floor)
+        if blip is None:
             return shifts
-        del cuts[int(np.argmin(ratios))]  # the weakest shift, relative to its floor
+        del cuts[blip : blip + 2]
+
+
+def _blip(shifts: list[Shift], noise_floor: float) -> int | None:
+    """The first of two shifts fewer than EPISODE points apart that go out and come back to
+    within a floor of where they started: a short episode (two slow runs among three, say),
+    not two level shifts. None when there is no such pair."""
+    for i, (out, back) in enumerate(pairwise(shifts)):
+        if back.index - out.index >= EPISODE:
+            continue
+        start, end = out.before_median, back.after_median
+        if abs(end - start) / start <= max(class_floor(min(start, end)), noise_floor):
+            return i
+    return None
 
 
 def _may_shift(x: np.ndarray, noise_floor: float) -> bool:

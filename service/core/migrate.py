@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -18,6 +19,14 @@ def alembic_config() -> Config:
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
+    _migrate(engine, command.upgrade, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    _migrate(engine, command.downgrade, revision)
+
+
+def _migrate(engine: Engine, step: Callable[[Config, str], None], revision: str) -> None:
     config = alembic_config()
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as connection:
@@ -30,7 +39,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         try:
             with connection.begin():
                 config.attributes["connection"] = connection
-                command.upgrade(config, revision)
+                step(config, revision)
                 if sqlite:
                     dangling = connection.exec_driver_sql("PRAGMA foreign_key_check").all()
                     if dangling:

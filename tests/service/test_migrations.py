@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import Engine, inspect, select
 
-from service.core.migrate import alembic_config, upgrade
+from service.core.migrate import alembic_config, downgrade, upgrade
 from service.models import Base, NcuKernel
 
 
@@ -145,3 +145,55 @@ def test_ncu_captures_survive_the_downgrade_and_upgrade_of_0006(engine: Engine) 
         )
     ]
     assert [c for c in after if c[1] != "lonely<1, 2>"] == stored
+
+
+def test_0007_splits_a_series_of_two_timing_methods_and_its_downgrade_merges_them(
+    engine: Engine,
+) -> None:
+    """Before 0007 a workload timed by CUDA events at one commit and by CUPTI at the next was
+    one series; 0007 makes each method a series of its own, moving results and verdicts."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import sessionmaker
+
+    from service.analysis.backlog import analyse_run
+    from service.schemas.document import RunDocument
+    from service.store.ingest import ingest
+    from tests.documents import document
+
+    factory = sessionmaker(engine)
+    for i, method in enumerate(("cuda_events", "cupti")):
+        line = [f"c{i - 1}"] if i else []
+        raw = document(commit=f"c{i}", parents=line, ancestors=line, minutes=i, medians={"k": 20.0})
+        raw["workloads"][0]["timing"]["method"] = method
+        outcome = ingest(factory, RunDocument.model_validate(raw), raw)
+        assert outcome.pk is not None and analyse_run(factory, outcome.pk)
+
+    def series() -> list[tuple]:
+        with engine.connect() as conn:
+            return [
+                tuple(row)
+                for row in conn.execute(
+                    text(
+                        "SELECT s.id, s.identity, r.method, v.series_id FROM series s "
+                        "JOIN results r ON r.series_id = s.id "
+                        "JOIN verdicts v ON v.result_id = r.id ORDER BY r.id"
+                    )
+                )
+            ]
+
+    before = series()
+    assert [m for _, _, m, _ in before] == ["cuda_events", "cupti"]
+    assert len({sid for sid, *_ in before}) == 2
+    downgrade(engine, "0006")
+    with engine.connect() as conn:
+        merged = conn.execute(text("SELECT id, identity FROM series")).all()
+        moved = conn.execute(text("SELECT DISTINCT series_id FROM results")).scalars().all()
+        verdicts = conn.execute(text("SELECT DISTINCT series_id FROM verdicts")).scalars().all()
+    assert len(merged) == 1 and moved == verdicts == [merged[0].id]
+    upgrade(engine)
+    after = series()
+    assert [m for _, _, m, _ in after] == ["cuda_events", "cupti"]
+    # The same split with the same identities; the first method's series keeps its id.
+    assert [row[1:3] for row in after] == [row[1:3] for row in before]
+    assert after[0][0] == before[0][0] and after[1][0] != after[0][0]
+    assert all(sid == vsid for sid, _, _, vsid in after)

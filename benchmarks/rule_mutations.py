@@ -1,0 +1,116 @@
+"""Each rule a verdict stands on, broken by one line: the test that pins it must turn red.
+
+    python -m benchmarks.rule_mutations [--postgres URL]
+
+For every mutation, a copy of the tree gets the one-line change and runs the test file that pins
+the rule (tests/service/test_rules.py, test_history.py); the table says whether it failed, as
+it must. Exit status 1 when a broken rule went unnoticed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (rule, file, the line as it is, the line broken, the test that must fail)
+MUTATIONS = [
+    (
+        "a commit measured twice: the newer run is compared",
+        "service/analysis/baseline.py",
+        "key=lambda r: (position[r[2]], -r[0])",
+        "key=lambda r: (position[r[2]], r[0])",
+        "tests/service/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
+    ),
+    (
+        "two runs at a commit: the newest wins in the commit's metrics",
+        "service/store/commit_metrics.py",
+        ".order_by(Run.finished_at.desc(), Run.id.desc())",
+        ".order_by(Run.finished_at.asc(), Run.id.asc())",
+        "tests/service/test_rules.py::test_the_newest_run_of_a_suite_and_fingerprint_wins_in_the_"
+        "commit_metrics",
+    ),
+    (
+        "one confirmation of several alerts corrects for their number",
+        "service/analysis/alerts.py",
+        "if p <= CONFIRM_ALPHA / len(alerts) and",
+        "if p <= CONFIRM_ALPHA and",
+        "tests/service/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
+        "number",
+    ),
+    (
+        "the baseline starts at the last level shift",
+        "service/analysis/segments.py",
+        "    if not points:\n        return Segment(0, \"history\")",
+        "    if not points or True:\n        return Segment(len(points), \"history\")",
+        "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
+        "one_by_one",
+    ),
+    (
+        "a regression found at a commit is a level shift",
+        "service/analysis/baseline.py",
+        '_SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}',
+        "_SHIFT_VERDICTS: dict[str, str] = {}",
+        "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
+        "one_by_one",
+    ),
+    (
+        "the timing method is part of a series' identity",
+        "service/store/workload_rows.py",
+        "        timing.method,\n    ]",
+        "    ]",
+        "tests/service/test_method_series.py",
+    ),
+]
+
+
+def run(postgres: str | None) -> int:
+    rows, missed = [], 0
+    for rule, path, line, broken, test in MUTATIONS:
+        with tempfile.TemporaryDirectory(prefix="kw-mutation-") as tmp:
+            tree = Path(tmp) / "tree"
+            shutil.copytree(
+                ROOT,
+                tree,
+                ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".kernelwatch*"),
+            )
+            source = tree / path
+            text = source.read_text()
+            if line not in text:
+                raise SystemExit(f"{path} no longer holds the line of rule {rule!r}: update it")
+            source.write_text(text.replace(line, broken, 1))
+            env = {k: v for k, v in os.environ.items() if k != "KERNELWATCH_TEST_POSTGRES_URL"}
+            if postgres:
+                env["KERNELWATCH_TEST_POSTGRES_URL"] = postgres
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", test],
+                cwd=tree,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+        red = done.returncode != 0
+        missed += not red
+        tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-200:]
+        rows.append(f"| {rule} | {path} | {'RED (caught)' if red else 'GREEN (missed)'} | {tail} |")
+    print("| rule | broken in | test | pytest said |")
+    print("|---|---|---|---|")
+    print("\n".join(rows))
+    return 1 if missed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--postgres", help="also run the tests on this PostgreSQL")
+    return run(parser.parse_args(argv).postgres)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
