@@ -296,3 +296,51 @@ def new_runner(engine: Engine, name: str) -> str:
     with Session(engine) as session, session.begin():
         session.add(Runner(name=name, host="gpu-host", labels={}, token_hash=token_hash(token)))
     return token
+
+
+def test_a_persons_call_on_an_alert_moves_the_baseline_as_it_says(
+    live: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """Acknowledged: the regressed level is accepted. Marked fixed by hand: the level from the
+    newest commit on is. A regression the confirmation did not reproduce starts nothing."""
+    line = Line(KERNELS)
+    at = [levels(i >= 6) for i in range(14)]
+    at[3] = {**BASE, STEPPED: BASE[STEPPED] * 1.03}  # one slow run, never reproduced
+
+    def measured(i: int) -> dict:
+        return at[i]
+
+    with live.client(new_runner(engine, "h100-a")) as client:
+        runner = FakeRunner(client, line, measured)
+        for i in range(14):
+            assert admin.post("/api/v1/runs", json=line.document(i, at[i])).status_code == 201
+            settle(engine)
+            if i == 3:
+                at[3] = BASE  # the interleaved re-run does not see it: dismissed
+                runner.work()
+                settle(engine)
+            if i == 6:
+                runner.work()  # the real step: confirmed, open
+                settle(engine)
+            if i == 8:
+                (alert,) = admin.get("/api/v1/alerts", params={"state": "open"}).json()
+                patch = {"state": "acknowledged", "actor": "ada", "note": "expected: more work"}
+                assert admin.patch(f"/api/v1/alerts/{alert['id']}", json=patch).status_code == 200
+            if i == 11:
+                patch = {"state": "fixed", "actor": "ada", "note": "accepted as it is now"}
+                assert admin.patch(f"/api/v1/alerts/{alert['id']}", json=patch).status_code == 200
+    dismissed = [a for a in admin.get("/api/v1/alerts").json() if a["state"] == "dismissed"]
+    assert [a["commit"] for a in dismissed] == [line.sha(3)]
+    after_blip = metrics_at(admin, line, 5)[STEPPED]
+    assert after_blip["verdict"] == "unchanged"
+    assert after_blip["baseline"]["segment"]["kind"] == "history"  # the blip started nothing
+    acked = metrics_at(admin, line, 9)[STEPPED]["baseline"]["segment"]
+    assert (acked["start_commit"], acked["kind"]) == (line.sha(6), "acknowledged")
+    assert "acknowledged by ada" in acked["reason"]
+    by_hand = metrics_at(admin, line, 12)[STEPPED]["baseline"]["segment"]
+    assert (by_hand["start_commit"], by_hand["kind"]) == (line.sha(11), "fixed")
+    assert "closed by ada" in by_hand["reason"]
+    got = verdicts(admin, line, 14)
+    assert [row[STEPPED] for row in got] == ["new", *["unchanged"] * 2, "regressed",
+                                            *["unchanged"] * 2, "regressed",
+                                            *["unchanged"] * 7]  # fmt: skip
