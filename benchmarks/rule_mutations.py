@@ -47,8 +47,8 @@ MUTATIONS = [
     (
         "the baseline starts at the last level shift",
         "service/analysis/segments.py",
-        "    if not points:\n        return Segment(0, \"history\")",
-        "    if not points or True:\n        return Segment(len(points), \"history\")",
+        '    if not points:\n        return Segment(0, "history")',
+        '    if not points or True:\n        return Segment(len(points), "history")',
         "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
         "one_by_one",
     ),

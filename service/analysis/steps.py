@@ -10,9 +10,9 @@ Candidates are then pruned, weakest first, until every remaining shift between t
 its adjacent segments exceeds the floor a verdict would need: the duration class's floor
 (`verdicts.class_floor`, larger for shorter kernels) or NOISE_MULTIPLE x the relative noise,
 whichever is larger. Segments are at least MIN_SIZE points long, so a single outlying run never
-makes a change point, and a shift shows up once MIN_SIZE results after it are in. A shift out
-and back within EPISODE points (two slow runs among three) is an episode, not two level
-shifts: both go (the verdicts and alerts of those commits say what happened there).
+makes a change point, and a shift shows up once MIN_SIZE results after it are in. A segment of
+fewer than EPISODE points is kept only where every one of its points is a floor away from its
+neighbours' levels: two slow runs among three make no level of their own.
 
 No SQL here: `service.analysis.changepoints` stores what this finds over a branch's history, and
 `service.analysis.segments` uses it on a commit's ancestors to start its baseline.
@@ -32,7 +32,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from service.analysis.verdicts import NOISE_MULTIPLE, class_floor
 
 MIN_SIZE = 3
-EPISODE = 5  # a shift and its return closer than this are one episode, not two level shifts
+EPISODE = 5  # a segment shorter than this must be a level of its own (_mixed_cut)
 PENALTY = 3.0
 MIN_REL_NOISE = 0.001
 
@@ -82,22 +82,30 @@ def detect(medians: Sequence[float], min_size: int = MIN_SIZE) -> list[Shift]:
         if ratios and min(ratios) <= 1:
             del cuts[int(np.argmin(ratios))]  # the weakest shift, relative to its floor
             continue
-        blip = _blip(shifts, noise_floor)
-        if blip is None:
+        mixed = _mixed_cut(x, cuts, noise_floor)
+        if mixed is None:
             return shifts
-        del cuts[blip : blip + 2]
+        del cuts[mixed]
 
 
-def _blip(shifts: list[Shift], noise_floor: float) -> int | None:
-    """The first of two shifts fewer than EPISODE points apart that go out and come back to
-    within a floor of where they started: a short episode (two slow runs among three, say),
-    not two level shifts. None when there is no such pair."""
-    for i, (out, back) in enumerate(pairwise(shifts)):
-        if back.index - out.index >= EPISODE:
+def _mixed_cut(x: np.ndarray, cuts: list[int], noise_floor: float) -> int | None:
+    """A cut that bounds a short segment (fewer than EPISODE points) holding a point within a
+    floor of the level on that cut's other side: such a segment is a mixture (two slow runs
+    among three, say), not a level of its own, and the cut goes. A short segment whose every
+    point is a floor away from both neighbours (a real regression fixed three commits later)
+    keeps its cuts. None when no cut is of the kind."""
+    bounds = [0, *cuts, x.size]
+    levels = [_median(x[a:b]) for a, b in pairwise(bounds)]
+    for i, (a, b) in enumerate(pairwise(bounds)):
+        if b - a >= EPISODE:
             continue
-        start, end = out.before_median, back.after_median
-        if abs(end - start) / start <= max(class_floor(min(start, end)), noise_floor):
-            return i
+        for side, cut in ((i - 1, i - 1), (i + 1, i)):  # (neighbour segment, cut between)
+            if not 0 <= side < len(levels) or not 0 <= cut < len(cuts):
+                continue
+            level = levels[side]
+            floor = max(class_floor(level), noise_floor)
+            if np.any(np.abs(x[a:b] / level - 1) <= floor):
+                return cut
     return None
 
 

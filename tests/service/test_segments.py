@@ -95,14 +95,14 @@ def test_steps_of_5_percent_on_long_kernels_are_found_exactly(step: float) -> No
     assert misplaced == []
 
 
-def test_two_slow_runs_among_three_are_an_episode_not_two_level_shifts() -> None:
+def test_two_slow_runs_among_three_are_no_level_but_three_in_a_row_are() -> None:
     x = 92.0 * (1 + 0.002 * np.random.default_rng(0).standard_normal(80))
     x[[28, 30]] *= 1.02  # 28, 29, 30: a segment of three whose median is slow
     assert detect(x) == []
     x[40:] *= 1.05
     assert [s.index for s in detect(x)] == [40]
-    x[28:31] *= 1.03  # three slow runs and back: still an episode, shorter than EPISODE
-    assert [s.index for s in detect(x)] == [40]
+    x[29] *= 1.03  # three slow runs in a row and back: a short level of its own
+    assert [s.index for s in detect(x)] == [28, 31, 40]
     y = 92.0 * np.ones(30)
     y[10:20] *= 1.05  # ten commits slower, then back: two level shifts
     assert [s.index for s in detect(y)] == [10, 20]
