@@ -179,11 +179,11 @@ def test_the_service_calls_the_regression_a_regression(server) -> None:
         assert slower["verdict"] == "regressed", slower
         assert slower["change"] > SLOWER - 1
         assert slower["change_point"]["change"] > SLOWER - 1, slower["change_point"]
-        # At the fix, the baseline (the last 8 results along the ancestry) still mixes fast and
-        # slow runs, so the verdict is not asserted; the change against the nearest run and the
-        # change point that starts at the fix show the series is back.
+        # At the fix, the baseline is the slow level since the regression (its segment), so
+        # the fix is an improvement of the whole step; the change point starts there too.
         back = metric(fixed)
         assert back["baseline"]["commit"] == chain[fixed - 1][0]["commit"]
+        assert back["baseline"]["segment"]["start_commit"] == chain[regressed][0]["commit"]
         assert back["change"] < -(SLOWER - 1) / SLOWER, back
-        assert back["verdict"] != "regressed", back
+        assert back["verdict"] == "improved", back
         assert back["change_point"]["change"] < -(SLOWER - 1) / SLOWER, back["change_point"]
