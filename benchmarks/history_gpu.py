@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import gzip
 import hashlib
-import hmac
 import json
 import os
 import shutil
@@ -37,7 +36,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 from histsuite.workloads import all_workloads  # noqa: E402
 
 from benchmarks.history_table import Row, render  # noqa: E402
+from benchmarks.webhook import post_push  # noqa: E402
 
 SUITE = ROOT / "benchmarks" / "history_suite"
 REPOSITORY = "bench/history"
@@ -167,18 +166,7 @@ def push(url: str, repo: Path, commit: dict[str, Any]) -> None:
             "clone_url": str(repo),
         },
     }
-    body = json.dumps(payload).encode()
-    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    answer = httpx.post(
-        f"{url}/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": "push",
-            "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": f"sha256={signature}",
-        },
-        timeout=30,
-    )
+    answer = post_push(url, SECRET, payload)
     answer.raise_for_status()
 
 

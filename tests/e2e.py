@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import json
 import os
 import signal
 import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+
+from benchmarks.webhook import post_push
 
 SECRET = "e2e-secret"
 ADMIN = "e2e-admin"
@@ -104,18 +102,7 @@ def push(url: str, repo: Path, repository: str, after: str, commits: list[str]) 
 
     payload = push_payload(after=after, repo=repository, commits=commits)
     payload["repository"]["clone_url"] = str(repo)
-    body = json.dumps(payload).encode()
-    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    answer = httpx.post(
-        f"{url}/webhooks/github",
-        content=body,
-        headers={
-            "X-GitHub-Event": "push",
-            "X-GitHub-Delivery": str(uuid.uuid4()),
-            "X-Hub-Signature-256": f"sha256={signature}",
-            "Content-Type": "application/json",
-        },
-    )
+    answer = post_push(url, SECRET, payload)
     assert answer.status_code == 202, answer.text
     return answer.json()["job_ids"]
 
