@@ -25,7 +25,7 @@ from service.models import (
 )
 from service.models.base import utcnow
 from service.schemas.document import RunDocument
-from service.store.lines import check_line
+from service.store.lines import check_line, parent_columns
 from service.store.upsert import find_or_insert
 from service.store.workload_rows import (
     InvalidDocument,
@@ -138,7 +138,7 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
         session,
         Commit,
         {"repository_id": repository_id, "sha": c.sha},
-        [Commit.id, Commit.committed_at, Commit.ancestors],
+        [Commit.id, Commit.committed_at, Commit.ancestors, *parent_columns(repository_id, c)],
         insert_first=True,  # a run usually brings a commit the service has not seen
         parents=c.parents,
         author_name=c.author_name,
@@ -147,7 +147,8 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
         committed_at=c.committed_at,
         ancestors=c.ancestors,
     )
-    check_line(session, repository_id, c, commit.ancestors or [])
+    parent = (commit.parent_id is not None, commit.parent_ancestors) if c.ancestors else None
+    check_line(session, repository_id, c, commit.ancestors or [], parent)
     if c.ancestors and len(c.ancestors) > len(commit.ancestors or []):
         session.execute(update(Commit).where(Commit.id == commit.id).values(ancestors=c.ancestors))
     runner_id = None

@@ -12,9 +12,10 @@ parent or ancestor, or a line that names a commit twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from service.core.sql import among
 from service.models import Commit
@@ -25,23 +26,38 @@ NEAR = 64  # ancestors looked up first: the nearest stored one is almost always 
 
 
 def check_line(
-    session: Session, repository_id: int, commit: CommitIn, stored: Sequence[str]
+    session: Session,
+    repository_id: int,
+    commit: CommitIn,
+    stored: Sequence[str],
+    parent: tuple[bool, Sequence[str] | None] | None = None,
 ) -> None:
     """InvalidDocument (naming the field) when `commit.ancestors` disagrees with the line stored
-    for the same commit (`stored`) or for its nearest stored ancestor."""
+    for the same commit (`stored`) or for its nearest stored ancestor. `parent`, where the
+    caller read it already (parent_columns): whether the first parent is stored, and its line."""
     line = commit.ancestors
     if not line:
         return
     if stored:
         _agree(line, list(stored), 0, f"the line stored for commit {commit.sha[:12]}")
-    position = _nearest_stored(session, repository_id, line)
-    if position is None:
-        return
+    if parent is not None and parent[0]:
+        position, theirs = 0, list(parent[1] or [])
+    else:
+        # Not the parent (known absent), or not known: the nearest stored ancestor.
+        skip = 1 if parent is not None else 0
+        found = _nearest_stored(session, repository_id, line[skip:])
+        if found is None:
+            return
+        position = found + skip
+        theirs = list(
+            session.scalar(
+                select(Commit.ancestors).where(
+                    Commit.repository_id == repository_id, Commit.sha == line[position]
+                )
+            )
+            or []
+        )
     nearest = line[position]
-    theirs = session.scalar(
-        select(Commit.ancestors).where(Commit.repository_id == repository_id, Commit.sha == nearest)
-    )
-    theirs = list(theirs or [])
     if commit.sha in theirs:
         raise InvalidDocument(
             f"commit.ancestors[{position}] ({nearest[:12]}) is stored with this commit among its "
@@ -53,6 +69,19 @@ def check_line(
         position + 1,
         f"the line stored for its ancestor {nearest[:12]} (commit.ancestors[{position}])",
     )
+
+
+def parent_columns(repository_id: int, commit: CommitIn) -> list[Any]:
+    """Columns that read the first parent's row beside the commit's own (in the same statement
+    as its insert: no round trip of their own): whether it is stored, and its line."""
+    if not commit.ancestors:
+        return []
+    parent = aliased(Commit)
+    where = (parent.repository_id == repository_id, parent.sha == commit.ancestors[0])
+    return [
+        select(parent.id).where(*where).scalar_subquery().label("parent_id"),
+        select(parent.ancestors).where(*where).scalar_subquery().label("parent_ancestors"),
+    ]
 
 
 def _nearest_stored(session: Session, repository_id: int, line: list[str]) -> int | None:
