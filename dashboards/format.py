@@ -43,6 +43,13 @@ def fmt_fraction(value: float | None) -> str:
     return f"{value * 100:.1f}%" if value >= 0.001 else f"{value * 100:.2g}%"
 
 
+def fmt_share(value: float | None) -> str:
+    """A share of a slowdown: "≈ 80%"; an estimate above all of it reads "≈ 100%"."""
+    if value is None:
+        return "–"
+    return f"≈ {min(value, 1.0):.0%}"
+
+
 def fmt_time(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else "–"
 
@@ -70,6 +77,7 @@ FILTERS = {
     "value": fmt_value,
     "pct": fmt_pct,
     "fraction": fmt_fraction,
+    "share": fmt_share,
     "time": fmt_time,
     "sha": short_sha,
     "subject": subject,

@@ -21,10 +21,12 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-# The fixed metric set: ncu metric name -> short label used in attribution. Provenance: the
-# first six are columns of the original H100 capture (tests/runner/fixtures/ncu/*_raw.csv); the
-# rest were chosen from NVIDIA's Nsight Compute docs, then confirmed on an H100 (ncu 2025.3.1)
-# by h100_kernelwatch_pass_details.csv. ncu silently drops unknown --metrics names.
+# The fixed metric set: ncu metric name -> short label. Provenance: the first 13 were confirmed
+# on an H100 (ncu 2025.3.1) by tests/runner/fixtures/ncu/h100_kernelwatch_pass_details.csv; the
+# rest (issue 15: what attribution needs to turn a move into time) were taken from NVIDIA's
+# Nsight Compute metric reference and came back, every one for every kernel, from an H100 in
+# the cause benchmark's documents (tests/service/fixtures/causes_h100, benchmarks/cause_gpu.py;
+# the ncu pass over its 10 workloads took 11-12 s). ncu silently drops unknown --metrics names.
 METRICS: dict[str, str] = {
     "gpu__time_duration.sum": "duration",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM throughput",
@@ -39,6 +41,66 @@ METRICS: dict[str, str] = {
     "lts__t_sector_hit_rate.pct": "L2 hit rate",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared load bank conflicts",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared store bank conflicts",
+    # DRAM, L2 and L1: how much each moved and how busy each was
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM throughput",
+    "lts__t_sectors.sum": "L2 sectors",
+    "lts__throughput.avg.pct_of_peak_sustained_elapsed": "L2 throughput",
+    "lts__t_sectors_op_atom.sum": "L2 atomic sectors",
+    "lts__t_sectors_op_red.sum": "L2 reduction sectors",
+    "l1tex__t_sectors.sum": "L1 sectors",
+    "l1tex__t_sector_hit_rate.pct": "L1 hit rate",
+    "l1tex__throughput.avg.pct_of_peak_sustained_active": "L1 throughput",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global load requests",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum": "global store sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum": "global store requests",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum": "global atomic requests",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum": "global reduction requests",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum": "local load sectors",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum": "local store sectors",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": "shared wavefronts",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum": "shared load wavefronts",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "shared store wavefronts",
+    # instructions and the schedulers
+    "smsp__inst_executed.sum": "instructions executed",
+    "smsp__warps_launched.sum": "warps launched",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active": "issue slots busy",
+    "smsp__warps_eligible.avg.per_cycle_active": "eligible warps per cycle",
+    "smsp__inst_executed_op_local_ld.sum": "local load instructions",
+    "smsp__inst_executed_op_local_st.sum": "local store instructions",
+    # occupancy, its limiters and the launch
+    "sm__maximum_warps_per_active_cycle_pct": "theoretical occupancy",
+    "launch__occupancy_limit_registers": "occupancy limit: registers",
+    "launch__occupancy_limit_shared_mem": "occupancy limit: shared memory",
+    "launch__occupancy_limit_warps": "occupancy limit: warps",
+    "launch__occupancy_limit_blocks": "occupancy limit: blocks",
+    "launch__shared_mem_per_block_static": "static shared memory per block",
+    "launch__shared_mem_per_block_dynamic": "dynamic shared memory per block",
+    "launch__waves_per_multiprocessor": "waves per SM",
+    "launch__grid_size": "grid size",
+    "launch__block_size": "block size",
+    "sm__cycles_active.avg": "SM active cycles",
+    "sm__cycles_elapsed.avg": "SM elapsed cycles",
+    # the top warp-stall reasons (warps stalled per issued instruction)
+    **{
+        f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio": f"stall: {label}"
+        for reason, label in (
+            ("long_scoreboard", "long scoreboard (L1TEX: global, local, texture)"),
+            ("short_scoreboard", "short scoreboard (MIO: shared memory, special math)"),
+            ("mio_throttle", "MIO throttle"),
+            ("lg_throttle", "LG throttle (local/global queue)"),
+            ("math_pipe_throttle", "math pipe throttle"),
+            ("barrier", "barrier"),
+            ("membar", "memory barrier"),
+            ("wait", "fixed-latency wait"),
+            ("not_selected", "not selected"),
+            ("selected", "selected"),
+            ("dispatch_stall", "dispatch"),
+            ("no_instruction", "no instruction"),
+            ("drain", "drain"),
+            ("branch_resolving", "branch resolving"),
+        )
+    },
 }
 
 # Sections whose rules give the findings we keep (SOLBottleneck, LaunchConfiguration,

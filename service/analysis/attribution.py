@@ -1,4 +1,14 @@
-"""Why a kernel got slower: what moved in ncu, in ptxas's resources and in ncu's findings."""
+"""Why a workload got slower: which kernel's time grew, and the causes that explain it.
+
+Per kernel, never merged: each kernel of the head run's workload is paired with the same
+kernel of the base run (its ncu capture, its timeline entry, its ptxas resources). The kernels
+whose time grew are named first, each with its share of the workload's slowdown (from the
+kernel timeline where both runs have one, else from ncu's durations); then, per kernel, the
+causes service.analysis.causes ranks by the share of that kernel's slowdown each explains.
+New ncu findings and ptxas changes come after. The one-line summary reads like
+"gemm_fwd 1024³ +19%: kernel gemm_fwd_splitk_partial +21%: DRAM bytes read 134 MB → 201 MB
+(≈ 85% of the slowdown)".
+"""
 
 from __future__ import annotations
 
@@ -7,25 +17,32 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series
+from service.analysis.causes import DURATION, L1_SECTORS, candidates, rank
+from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series, TimelineEntry
 
-# Short names for the runner's fixed ncu metric set, as a person reads them in a summary.
-METRIC_LABELS = {
-    "gpu__time_duration.sum": "ncu duration",
+RESOURCES = ("registers", "spill_stores_bytes", "spill_loads_bytes", "shared_bytes")
+RESOURCE_LABELS = {
+    "registers": "registers",
+    "spill_stores_bytes": "spill stores (B)",
+    "spill_loads_bytes": "spill loads (B)",
+    "shared_bytes": "shared memory (B)",
+}
+MIN_KERNEL_SHARE = 0.10  # kernels that account for less of the slowdown are not named
+MAX_KERNELS = 3
+MOVED_METRICS = 12  # per kernel: the counters that moved most, for a person to look at
+# Labels of the metric set captures had before the counters that estimate time (issue 15):
+# such a capture gets its most-moved counters named, unranked.
+LEGACY_LABELS = {
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM throughput",
     "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory throughput",
     "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
-    "launch__registers_per_thread": "registers/thread",
     "smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio": "long-scoreboard stall",
     "dram__bytes_read.sum": "DRAM read",
     "dram__bytes_write.sum": "DRAM written",
-    "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active": "FMA pipe",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": "tensor pipe",
     "lts__t_sector_hit_rate.pct": "L2 hit rate",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared load bank conflicts",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared store bank conflicts",
 }
-RESOURCES = ("registers", "spill_stores_bytes", "spill_loads_bytes", "shared_bytes")
 
 
 def describe_workload(name: str, params: dict[str, Any]) -> str:
@@ -41,132 +58,180 @@ def describe_workload(name: str, params: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _workload(session: Session, run_id: int, series: Series) -> RunWorkload | None:
-    return session.scalars(
-        select(RunWorkload).where(
-            RunWorkload.run_id == run_id,
-            RunWorkload.name == series.workload,
-            RunWorkload.params_key == series.params_key,
-        )
-    ).first()
+class _Side:
+    """One run's view of the workload: per kernel, ncu counters, findings, time, resources."""
 
-
-def _captures(session: Session, rw: RunWorkload | None) -> list[NcuKernel]:
-    if rw is None:
-        return []
-    return list(
-        session.scalars(
-            select(NcuKernel).where(NcuKernel.run_workload_id == rw.id).order_by(NcuKernel.id)
-        )
-    )
-
-
-def _metrics(captures: list[NcuKernel]) -> dict[str, tuple[float, str]]:
-    return {name: (v["value"], v["unit"]) for c in captures for name, v in c.metrics.items()}
-
-
-def _findings(captures: list[NcuKernel]) -> dict[str, float | None]:
-    return {f["rule"]: f["estimated_speedup"] for c in captures for f in c.findings}
-
-
-def _resources(session: Session, run_id: int, kernels: list[str]) -> dict[str, dict[str, int]]:
-    return {
-        b.kernel: {r: getattr(b, r) for r in RESOURCES}
+    def __init__(self, session: Session, run: Run | None, series: Series) -> None:
+        self.counters: dict[str, dict[str, float]] = {}
+        self.findings: dict[str, dict[str, float | None]] = {}
+        self.timeline: dict[str, float] = {}
+        self.resources: dict[str, dict[str, int]] = {}
+        self.kernels: list[str] = []
+        rw = None
+        if run is not None:
+            rw = session.scalars(
+                select(RunWorkload).where(
+                    RunWorkload.run_id == run.id,
+                    RunWorkload.name == series.workload,
+                    RunWorkload.params_key == series.params_key,
+                )
+            ).first()
+        if rw is None:
+            return
+        self.kernels = list(rw.kernels)
+        for c in session.scalars(select(NcuKernel).where(NcuKernel.run_workload_id == rw.id)):
+            self.counters[c.kernel] = {n: float(v["value"]) for n, v in c.metrics.items()}
+            self.findings[c.kernel] = {f["rule"]: f["estimated_speedup"] for f in c.findings}
+        for t in session.scalars(
+            select(TimelineEntry).where(TimelineEntry.run_workload_id == rw.id)
+        ):
+            self.timeline[t.kernel] = t.total_ns
+        names = set(self.kernels) | set(self.counters)
         for b in session.scalars(
             select(BuildResource).where(
-                BuildResource.run_id == run_id, BuildResource.kernel.in_(kernels)
+                BuildResource.run_id == rw.run_id, BuildResource.kernel.in_(names)
             )
-        )
-    }
+        ):
+            self.resources[b.kernel] = {r: getattr(b, r) for r in RESOURCES}
+
+    def time_ns(self, kernel: str, timeline: bool) -> float | None:
+        if timeline:
+            return self.timeline.get(kernel)
+        return self.counters.get(kernel, {}).get(DURATION)
+
+
+def kernel_changes(
+    kernels: list[str], base: dict[str, float], head: dict[str, float], workload_change: float
+) -> list[dict[str, Any]]:
+    """Per kernel: its base and head time, its change and its share of the workload's slowdown
+    (the kernels whose time grew share it by how much each grew). A workload of one kernel
+    gives that kernel the workload's measured change and all of the slowdown, timed or not."""
+    if len(kernels) == 1:
+        k = kernels[0]
+        share = 1.0 if workload_change > 0 else 0.0
+        return [_row(k, base.get(k), head.get(k), workload_change, share)]
+    both = [k for k in kernels if k in head and base.get(k)]
+    grew = {k: head[k] - base[k] for k in both if head[k] > base[k]}
+    total = sum(grew.values())
+    rows = [
+        _row(k, base[k], head[k], head[k] / base[k] - 1, grew.get(k, 0.0) / total if total else 0.0)
+        for k in both
+    ]
+    return sorted(rows, key=lambda r: -r["share"])
+
+
+def _row(
+    kernel: str, base_ns: float | None, head_ns: float | None, change: float, share: float
+) -> dict[str, Any]:
+    return {"kernel": kernel, "base_ns": base_ns, "head_ns": head_ns, "change": change,
+            "share": share}  # fmt: skip
+
+
+def _moved_metrics(base: dict[str, float], head: dict[str, float]) -> list[dict[str, Any]]:
+    rows = []
+    for name in sorted(set(base) & set(head)):
+        before, after = base[name], head[name]
+        moved = (after - before) / abs(before) if before else (0.0 if after == before else 1.0)
+        rows.append({"metric": name, "base": before, "head": after, "change": moved})
+    rows.sort(key=lambda m: -abs(m["change"]))
+    return rows[:MOVED_METRICS]
+
+
+def _explain_kernel(row: dict[str, Any], base: _Side, head: _Side) -> dict[str, Any]:
+    kernel = row["kernel"]
+    b, h = base.counters.get(kernel), head.counters.get(kernel)
+    out: dict[str, Any] = {**row, "ncu": b is not None and h is not None, "causes": []}
+    if b is not None and h is not None:
+        t_head = h.get(DURATION, 0.0)
+        change = row["change"]
+        # The kernel's slowdown on ncu's clock, from the measured (or timeline) change: ncu's
+        # own two durations are one launch each, with clocks as they were.
+        slowdown = t_head * change / (1 + change) if change > -1 else 0.0
+        out["causes"] = [c.as_dict() for c in rank(candidates(b, h), slowdown)]
+        out["metrics"] = _moved_metrics(b, h)
+        out["legacy"] = L1_SECTORS not in h  # captured before the counters that rank causes
+        fb, fh = base.findings.get(kernel, {}), head.findings.get(kernel, {})
+        out["findings_appeared"] = [
+            {"rule": r, "estimated_speedup": fh[r]} for r in sorted(set(fh) - set(fb))
+        ]
+    rb, rh = base.resources.get(kernel), head.resources.get(kernel)
+    out["resources"] = [
+        {"resource": r, "base": rb[r], "head": rh[r]}
+        for r in RESOURCES
+        if rb is not None and rh is not None and rb[r] != rh[r]
+    ]
+    return out
 
 
 def attribute(
     session: Session, series: Series, head_run: Run, base_run: Run | None, change: float
 ) -> dict[str, Any]:
-    """The alert's attribution and its one-line summary."""
-    head_rw = _workload(session, head_run.id, series)
-    base_rw = _workload(session, base_run.id, series) if base_run else None
-    head_c, base_c = _captures(session, head_rw), _captures(session, base_rw)
-    head_m, base_m = _metrics(head_c), _metrics(base_c)
-    metrics = []
-    for name in sorted(set(head_m) & set(base_m)):
-        (after, unit), (before, _) = head_m[name], base_m[name]
-        moved = (after - before) / abs(before) if before else (0.0 if after == before else 1.0)
-        metrics.append(
-            {
-                "metric": name,
-                "label": METRIC_LABELS.get(name, name),
-                "unit": unit,
-                "base": before,
-                "head": after,
-                "change": moved,
-            }
-        )
-    metrics.sort(key=lambda m: -abs(m["change"]))
-    kernels = list(head_rw.kernels) if head_rw else [series.kernel]
-    head_r = _resources(session, head_run.id, kernels)
-    base_r = _resources(session, base_run.id, kernels) if base_run else {}
-    resources = [
-        {"kernel": k, "resource": r, "base": base_r[k][r], "head": head_r[k][r]}
+    """The alert's attribution: kernels, ranked causes with shares, findings, one-line summary."""
+    base, head = _Side(session, base_run, series), _Side(session, head_run, series)
+    timeline = bool(base.timeline) and bool(head.timeline)
+    names = head.kernels or list(head.counters)
+    times = [
+        {k: t for k in names if (t := side.time_ns(k, timeline)) is not None}
+        for side in (base, head)
+    ]
+    rows = kernel_changes(names, times[0], times[1], change)
+    named = [r for r in rows if r["share"] >= MIN_KERNEL_SHARE][:MAX_KERNELS]
+    kernels = [_explain_kernel(r, base, head) for r in named]
+    causes = [
+        {**c, "kernel": k["kernel"], "workload_share": min(c["share"], 1.0) * k["share"]}
         for k in kernels
-        if k in head_r and k in base_r
-        for r in RESOURCES
-        if head_r[k][r] != base_r[k][r]
+        for c in k["causes"]
     ]
-    head_f, base_f = _findings(head_c), _findings(base_c)
-    appeared = [
-        {"rule": r, "estimated_speedup": head_f[r]} for r in sorted(set(head_f) - set(base_f))
-    ]
-    vanished = [
-        {"rule": r, "estimated_speedup": base_f[r]} for r in sorted(set(base_f) - set(head_f))
-    ]
-    summary = _summary(series, change, metrics, resources, appeared, ncu=bool(head_m))
+    causes.sort(key=lambda c: -c["workload_share"])
     return {
-        "summary": summary,
-        "ncu_metrics": metrics,
-        "resources": resources,
-        "findings_appeared": appeared,
-        "findings_vanished": vanished,
+        "summary": summary(series, change, kernels, causes, bool(head.counters)),
+        "kernel_times": "timeline" if timeline else "ncu",
+        "kernels": kernels,
+        "causes": causes,
         "base_run": base_run.run_uuid if base_run else None,
         "head_run": head_run.run_uuid,
     }
 
 
-def _value(value: float, unit: str) -> str:
-    if unit == "%":
-        return f"{value:.0f}%"
-    if abs(value) >= 1e6:
-        return f"{value / 1e6:.1f}M"
-    return f"{value:.3g}"
+def share_text(share: float) -> str:
+    return "≈ 100%" if share >= 0.995 else f"≈ {share:.0%}"
 
 
-def _summary(
+def summary(
     series: Series,
     change: float,
-    metrics: list[dict],
-    resources: list[dict],
-    appeared: list[dict],
+    kernels: list[dict[str, Any]],
+    causes: list[dict[str, Any]],
     ncu: bool,
 ) -> str:
+    head = f"{describe_workload(series.workload, series.params)} {change:+.1%}"
+    if not kernels:
+        why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
+        return f"{head}: {why}"
     parts = []
-    for r in resources:
-        label = {
-            "registers": "registers",
-            "spill_stores_bytes": "spill stores",
-            "spill_loads_bytes": "spill loads",
-            "shared_bytes": "shared memory",
-        }[r["resource"]]
-        parts.append(f"{label} {r['base']}→{r['head']}")
-    for m in metrics:
-        if m["metric"] in ("gpu__time_duration.sum", "launch__registers_per_thread"):
-            continue  # the duration is the symptom; registers come from ptxas above
-        if abs(m["change"]) < 0.05 or len(parts) >= 4:
-            break
-        parts.append(f"{m['label']} {_value(m['base'], m['unit'])}→{_value(m['head'], m['unit'])}")
-    for f in appeared[:2]:
-        speedup = f" (est. {f['estimated_speedup']:.0f}%)" if f["estimated_speedup"] else ""
-        parts.append(f"new finding {f['rule']}{speedup}")
-    if not parts:
-        parts.append("no ncu or ptxas change recorded" if ncu else "no ncu data for this run")
-    head = f"{series.kernel} {describe_workload(series.workload, series.params)} {change:+.1%}"
-    return f"{head}: {', '.join(parts)}"
+    for k in kernels[:2]:
+        part = f"kernel {k['kernel']} {k['change']:+.0%}"
+        if len(kernels) > 1:
+            part += f" ({share_text(k['share'])} of the slowdown)"
+        mine = [c for c in causes if c["kernel"] == k["kernel"]][:2]
+        if mine:
+            part += ": " + ", ".join(
+                f"{c['label']} ({share_text(c['workload_share'])} of the slowdown)" for c in mine
+            )
+        elif k.get("legacy"):
+            moved = [
+                f"{LEGACY_LABELS[m['metric']]} {m['base']:.3g}→{m['head']:.3g}"
+                for m in k["metrics"]
+                if m["metric"] in LEGACY_LABELS and abs(m["change"]) >= 0.05
+            ][:2]
+            part += ": not ranked (its ncu capture lacks the counters that estimate time)"
+            part += f"; moved most: {', '.join(moved)}" if moved else ""
+        elif k["ncu"]:
+            part += ": unexplained by its counters"
+        for r in k["resources"]:
+            part += f"; {RESOURCE_LABELS[r['resource']]} {r['base']}→{r['head']}"
+        for f in k.get("findings_appeared", [])[:1]:
+            speedup = f["estimated_speedup"]
+            part += f"; new finding {f['rule']}" + (f" (est. {speedup:.0f}%)" if speedup else "")
+        parts.append(part)
+    return f"{head}: " + "; ".join(parts)

@@ -77,7 +77,8 @@ def test_sections_hold_the_fixed_metrics_and_findings_per_workload(export: str) 
     assert gemm["status"] == "ok"
     [kernel] = gemm["kernels"]
     assert kernel["kernel"] == "gemm_bias_relu"
-    assert set(kernel["metrics"]) == set(ncu.METRICS)
+    # This export predates issue 15's counters: the set's first 13 names, nothing outside it.
+    assert set(list(ncu.METRICS)[:13]) <= set(kernel["metrics"]) <= set(ncu.METRICS)
     assert kernel["findings"] and all("rule" in f for f in kernel["findings"])
     cublas = out["cublas[b]"]["kernels"][0]
     assert cublas["kernel"].startswith("sm80_xmma_gemm_f32f32")

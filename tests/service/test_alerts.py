@@ -14,10 +14,17 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
 
-BASE_NCU = {
+BASE_NCU = {  # a latency-bound kernel: no unit above 20% busy
+    "gpu__time_duration.sum": {"value": 100_000.0, "unit": "ns"},
     "sm__warps_active.avg.pct_of_peak_sustained_active": {"value": 82.0, "unit": "%"},
     "dram__bytes_read.sum": {"value": 4.0e6, "unit": "byte"},
+    "dram__bytes_write.sum": {"value": 4.0e6, "unit": "byte"},
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": {"value": 20.0, "unit": "%"},
+    "lts__t_sectors.sum": {"value": 3.0e5, "unit": "sector"},
+    "l1tex__t_sectors.sum": {"value": 2.5e5, "unit": "sector"},
     "launch__registers_per_thread": {"value": 64.0, "unit": "register/thread"},
+    "launch__occupancy_limit_registers": {"value": 4.0, "unit": "block"},
+    "launch__occupancy_limit_shared_mem": {"value": 13.0, "unit": "block"},
 }
 
 
@@ -25,6 +32,7 @@ def with_profile(doc: dict, *, registers: int, occupancy: float, finding: bool) 
     metrics = copy.deepcopy(BASE_NCU)
     metrics["sm__warps_active.avg.pct_of_peak_sustained_active"]["value"] = occupancy
     metrics["launch__registers_per_thread"]["value"] = float(registers)
+    metrics["launch__occupancy_limit_registers"]["value"] = 4.0 if registers <= 64 else 2.0
     findings = (
         [
             {
@@ -117,16 +125,23 @@ def test_regression_is_suspected_confirmed_triaged_and_fixed(
     assert alert["state"] == "suspected"
     assert alert["commit"] == sha_for("head")
     assert alert["base_commit"] == sha_for(labels[-1])
-    assert alert["summary"].startswith("gemm_bias_act_fwd gemm_fwd 1024³ gemm_bias_act_fwd +")
+    assert alert["summary"].startswith("gemm_fwd 1024³ gemm_bias_act_fwd +")
     assert alert["change"] == pytest.approx(0.06, abs=0.01)
-    assert "registers 64→96" in alert["summary"]
-    assert "achieved occupancy 82%→55%" in alert["summary"]
-    assert "new finding AchievedOccupancy (est. 17%)" in alert["summary"]
-    ranked = [m["label"] for m in alert["attribution"]["ncu_metrics"]]
-    assert ranked == ["registers/thread", "achieved occupancy", "DRAM read"]  # by |change|
-    assert alert["attribution"]["resources"] == [
-        {"kernel": "gemm_bias_act_fwd", "resource": "registers", "base": 64, "head": 96}
+    assert (
+        ": kernel gemm_bias_act_fwd +6%: achieved occupancy 82% → 55%, limited by registers "
+        "(≈ 100% of the slowdown); registers 64→96; new finding AchievedOccupancy (est. 17%)"
+    ) in alert["summary"]
+    (kernel,) = alert["attribution"]["kernels"]
+    assert kernel["share"] == 1.0 and kernel["change"] == alert["change"]
+    (cause,) = alert["attribution"]["causes"]  # DRAM bytes did not move: no other cause
+    assert cause["kind"] == "occupancy_registers" and cause["kernel"] == "gemm_bias_act_fwd"
+    moved = [m["metric"] for m in kernel["metrics"][:3]]
+    assert moved == [  # by |change|
+        "launch__occupancy_limit_registers",
+        "launch__registers_per_thread",
+        "sm__warps_active.avg.pct_of_peak_sustained_active",
     ]
+    assert kernel["resources"] == [{"resource": "registers", "base": 64, "head": 96}]
     # Suspected alerts are not triaged before confirmation.
     early = admin.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "acknowledged"})
     assert early.status_code == 409

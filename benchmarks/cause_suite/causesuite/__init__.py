@@ -1,0 +1,1 @@
+"""The cause benchmark's suite (benchmarks/cause_gpu.py): one kernel pair per known cause."""
