@@ -137,6 +137,27 @@ def _moved_metrics(base: dict[str, float], head: dict[str, float]) -> list[dict[
     return rows[:MOVED_METRICS]
 
 
+STALL = "smsp__average_warps_issue_stalled_"
+TOP_STALLS = 3
+
+
+def top_stalls(base: dict[str, float], head: dict[str, float]) -> list[dict[str, Any]]:
+    """The head's top warp-stall reasons (warps stalled per issued instruction), with the
+    base's value of each: where the warps wait."""
+    reasons = [
+        {"reason": _reason(name), "base": base.get(name), "head": value}
+        for name, value in head.items()
+        if name.startswith(STALL)
+        and name.endswith("_per_issue_active.ratio")
+        and "selected" not in name  # "selected" is the one issuing, not a stall
+    ]
+    return sorted(reasons, key=lambda r: -r["head"])[:TOP_STALLS]
+
+
+def _reason(name: str) -> str:
+    return name[len(STALL) : -len("_per_issue_active.ratio")].replace("_", " ")
+
+
 def _explain_kernel(row: dict[str, Any], base: _Side, head: _Side) -> dict[str, Any]:
     kernel = row["kernel"]
     b, h = base.counters.get(kernel), head.counters.get(kernel)
@@ -150,6 +171,7 @@ def _explain_kernel(row: dict[str, Any], base: _Side, head: _Side) -> dict[str, 
         out["causes"] = [c.as_dict() for c in rank(candidates(b, h), slowdown)]
         out["metrics"] = _moved_metrics(b, h)
         out["legacy"] = L1_SECTORS not in h  # captured before the counters that rank causes
+        out["stalls"] = top_stalls(b, h)
         fb, fh = base.findings.get(kernel, {}), head.findings.get(kernel, {})
         out["findings_appeared"] = [
             {"rule": r, "estimated_speedup": fh[r]} for r in sorted(set(fh) - set(fb))

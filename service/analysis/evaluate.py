@@ -9,6 +9,7 @@ from service.analysis.baseline import Baseline, ancestry, baselines
 from service.analysis.segments import describe
 from service.analysis.stats import unpack_samples
 from service.analysis.verdicts import Candidate, compare_many, decide
+from service.analysis.work_verdicts import judge_work
 from service.core.sql import among
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
 
@@ -74,8 +75,10 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                 **_segment_fields(base, shas),
             )
         )
-    verdicts += _broken_and_missing(session, run, commit_ids, {r.series_id for r in results})
+    previous = _previous_run_id(session, run, commit_ids)
+    verdicts += _broken_and_missing(session, run, previous, {r.series_id for r in results})
     session.add_all(verdicts)
+    judge_work(session, run.id, previous)
     return verdicts
 
 
@@ -135,10 +138,9 @@ def _explain_method_changes(session: Session, new: list[Verdict], commit_ids: li
 
 
 def _broken_and_missing(
-    session: Session, run: Run, commit_ids: list[int], measured: set[int]
+    session: Session, run: Run, previous: int | None, measured: set[int]
 ) -> list[Verdict]:
     """Series the previous run of this suite measured that this run did not."""
-    previous = _previous_run_id(session, run, commit_ids)
     if previous is None:
         return []
     before = session.execute(

@@ -65,9 +65,17 @@ def commit_page(
     }
     rows, bars, breakdowns = [], [], {}
     for w in metrics.workloads:
+        # Work counters that changed, beside the timing verdict: a notice, never a verdict.
+        work = [
+            wv.note if len(w.kernels) == 1 else f"{k.kernel} {wv.note}"
+            for k in w.kernels
+            for wv in k.work
+            if wv.verdict == "changed"
+        ]
         for k in w.kernels:
             for mp in k.metrics:
                 row = _row(w, k.kernel, mp, peaks.get(w.run_id))
+                row["work"] = work
                 rows.append(row)
                 if mp.change is not None:
                     before = fmt_value(row["baseline_median"], mp.unit)

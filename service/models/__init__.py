@@ -8,7 +8,7 @@ from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
 from service.models.series import Result, Series
-from service.models.verdict import Verdict
+from service.models.verdict import Verdict, WorkVerdict
 
 __all__ = [
     "Alert",
@@ -29,4 +29,5 @@ __all__ = [
     "TimelineEntry",
     "Verdict",
     "WebhookDelivery",
+    "WorkVerdict",
 ]

@@ -44,3 +44,25 @@ class Verdict(Base):
     segment_note: Mapped[str] = mapped_column(Text, default="")
     note: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+WORK_VERDICTS = ("changed", "same", "new")
+
+
+class WorkVerdict(Base):
+    """A work counter of one kernel of a run's workload against the previous run along the
+    branch: ncu's replayed counters (instructions, sectors, DRAM bytes read) hardly vary, so an
+    exact change is a notice even where timing noise hides it (service.analysis.work)."""
+
+    __tablename__ = "work_verdicts"
+    __table_args__ = (Index("ix_work_verdicts_run_workload_id", "run_workload_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
+    kernel: Mapped[str] = mapped_column(String(1000))
+    counter: Mapped[str] = mapped_column(String(300))
+    value: Mapped[float] = mapped_column(Float)
+    base_value: Mapped[float | None] = mapped_column(Float)
+    base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    change: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(20))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -145,12 +145,25 @@ class BuildPublic(BaseModel):
     arch: str
 
 
+class WorkPublic(BaseModel):
+    """A work counter against the previous run: a notice where it changed, never a red commit."""
+
+    counter: str
+    label: str
+    value: float
+    base_value: float | None
+    change: float | None
+    verdict: Literal["changed", "same", "new"]
+    note: str
+
+
 class KernelPublic(BaseModel):
     kernel: str
     metrics: list[MetricPublic]
     ncu_metrics: dict[str, NcuValue]
     ncu_findings: list[NcuFindingPublic]
     build: BuildPublic | None
+    work: list[WorkPublic] = []
 
 
 class CorrectnessPublic(BaseModel):

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, aliased
 
 from service.analysis.backlog import runs_pending
 from service.analysis.baseline import ancestry, nearest_results
+from service.analysis.work import WORK_COUNTERS, describe
 from service.core.sql import among
 from service.models import (
     BuildResource,
@@ -24,6 +25,7 @@ from service.models import (
     Series,
     TimelineEntry,
     Verdict,
+    WorkVerdict,
 )
 from service.schemas import metrics as m
 from service.store.commits import commit_public, statistics_data
@@ -241,6 +243,13 @@ def commit_metrics_data(
         ).where(NcuKernel.run_workload_id.in_(wl_query))
     ):
         ncu[wl_id][kernel] = (ncu_metrics, ncu_findings)
+    work: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for wv in session.scalars(
+        select(WorkVerdict)
+        .where(WorkVerdict.run_workload_id.in_(wl_query))
+        .order_by(WorkVerdict.id)
+    ):
+        work[wv.run_workload_id][wv.kernel].append(work_public(wv))
     timeline: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for t in session.execute(
         select(
@@ -300,6 +309,7 @@ def commit_metrics_data(
                 run_by_id[w.run_id],
                 metrics_by_wl[w.id],
                 ncu[w.id],
+                work[w.id],
                 builds,
                 correctness.get(w.id),
                 timeline.get(w.id),
@@ -379,6 +389,14 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def work_public(wv: WorkVerdict) -> dict[str, Any]:
+    note = describe(wv.counter, wv.change) if wv.verdict == "changed" else ""
+    label = WORK_COUNTERS.get(wv.counter, (wv.counter, 0.0))[0]
+    return {"counter": wv.counter, "label": label, "value": wv.value,
+            "base_value": wv.base_value, "change": wv.change, "verdict": wv.verdict,
+            "note": note}  # fmt: skip
+
+
 def _absent(session: Session, verdicts: list[Row[Any]]) -> list[dict[str, Any]]:
     if not verdicts:
         return []
@@ -407,6 +425,7 @@ def _workload(
     run: Run,
     metrics: list[tuple[str, dict[str, Any]]],
     ncu: dict[str, tuple[dict[str, Any], list[Any]]],
+    work: dict[str, list[dict[str, Any]]],
     builds: dict[tuple[int, str], dict[str, Any]],
     correctness: dict[str, Any] | None,
     timeline: list[dict[str, Any]] | None,
@@ -419,6 +438,7 @@ def _workload(
             "ncu_metrics": ncu[name][0] if name in ncu else {},
             "ncu_findings": ncu[name][1] if name in ncu else [],
             "build": builds.get((run.id, name)),
+            "work": work.get(name, []),
         }
         for name in names
     ]

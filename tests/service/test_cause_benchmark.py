@@ -56,3 +56,5 @@ def test_every_recorded_cause_is_ranked_first(server: LiveServer) -> None:
     assert page.count('class="ranked-causes"') == len(EXPECTED)
     assert "<strong>≈ 100%</strong> of the slowdown: DRAM bytes read 134M → 201M (+50%)" in page
     assert 'data-kind="bank_conflicts"' in page and "limited by shared memory" in page
+    # The uncoalesced case: warps wait on the local/global queue (against the A/A run).
+    assert "warps stalled most on: lg throttle 0.26 → 268, long scoreboard" in page
