@@ -138,6 +138,7 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
             started_at=started,
             job_id=request.job_id,
             lease_token=request.lease_token,
+            work_changes=suite.work_changes,
             log_tail="\n".join(lines),
         )
     finally:

@@ -136,6 +136,7 @@ def document(
     job_id: int | None = None,
     lease_token: str | None = None,
     log_tail: str = "",
+    work_changes: str = "notice",
 ) -> dict[str, Any]:
     workloads = [workload_section(r) for r in records]
     if build.status != "ok":
@@ -161,4 +162,5 @@ def document(
         "build": build.to_document(),
         "workloads": workloads,
         "log_tail": log_tail[-20_000:],
+        "work_changes": work_changes,
     }

@@ -38,6 +38,7 @@ from typing import Any
 
 SUITE_FILE = "kernelwatch.toml"
 GPU_METHODS = ("cuda_events", "cupti")
+WORK_CHANGES = ("notice", "fail")
 _PLACEHOLDERS = ("{build_dir}", "{python}", "{root}")
 
 
@@ -70,6 +71,9 @@ class Suite:
     default: tuple[str, ...] = ()
     timeline: tuple[str, ...] = ()
     timing: Timing = field(default_factory=Timing)
+    # A kernel's work counters moving (service.analysis.work): a "notice" beside the timing
+    # verdict, or a red commit ("fail") for a suite that asks for it.
+    work_changes: str = "notice"
 
     def selects(self, workload: dict[str, Any], only: str | None) -> bool:
         """Whether a workload (as listed by the worker) is in the run."""
@@ -127,6 +131,12 @@ def load_suite(root: Path) -> Suite:
             f"{path}: [timing] method {timing.method!r} cannot time a {device} suite; "
             f"use one of {list(methods)}"
         )
+    work_changes = table.get("work_changes", "notice")
+    if work_changes not in WORK_CHANGES:
+        raise SuiteError(
+            f"{path}: [suite] work_changes must be one of {list(WORK_CHANGES)}, "
+            f"not {work_changes!r}"
+        )
     return Suite(
         root=root,
         name=table["name"],
@@ -137,6 +147,7 @@ def load_suite(root: Path) -> Suite:
         default=_strings(table, "default"),
         timeline=_strings(table, "timeline"),
         timing=timing,
+        work_changes=work_changes,
     )
 
 

@@ -1,4 +1,5 @@
-"""work verdicts: a kernel's ncu work counters against the previous run along the branch
+"""work verdicts: a kernel's ncu work counters against the previous run along the branch, and
+a run's policy for them (runs.work_changes: notice or fail)
 
 Revision ID: 0008
 Revises: 0007
@@ -44,9 +45,16 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("work_verdicts", schema=None) as batch_op:
         batch_op.create_index("ix_work_verdicts_run_workload_id", ["run_workload_id"], unique=False)
+    op.add_column(  # not a batch either: SQLite adds a column in place
+        "runs",
+        sa.Column("work_changes", sa.String(length=10), nullable=False, server_default="notice"),
+    )
 
 
 def downgrade() -> None:
+    # Not a batch: on SQLite that recreates `runs`, and dropping the old table would cascade
+    # to every row that refers to a run. SQLite (3.35+) and PostgreSQL both drop a column.
+    op.execute("ALTER TABLE runs DROP COLUMN work_changes")
     with op.batch_alter_table("work_verdicts", schema=None) as batch_op:
         batch_op.drop_index("ix_work_verdicts_run_workload_id")
     op.drop_table("work_verdicts")

@@ -8,7 +8,9 @@ The state of a commit and suite is decided over the newest run of each environme
 fingerprint) at that commit, so a clean run on a second GPU cannot hide a regression on the first:
 
 - ``failure``: a build failed, or a series regressed, or one broke (correctness failed; the
-  workload failed, timed out or crashed; the build broke it). The code is to blame.
+  workload failed, timed out or crashed; the build broke it), or (for a suite that declares
+  `work_changes = "fail"`) a kernel's work counters grew. The code is to blame. A work change
+  is otherwise a notice on the commit page, never a failure.
 - ``error``: a run the runner reported as failed, with none of the above to blame it on: the
   measurement went wrong, not (as far as kernelwatch can tell) the code.
 - ``success``: everything else, including a first run (every series new) and missing series.
@@ -37,8 +39,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.analysis.evaluate import BROKEN_STATES
+from service.analysis.work import describe
 from service.core.settings import Settings
-from service.models import Commit, Repository, Run, RunWorkload, Series, Verdict
+from service.models import Commit, Repository, Run, RunWorkload, Series, Verdict, WorkVerdict
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ API_VERSION = "2022-11-28"
 MAX_DESCRIPTION = 140
 # Seconds to wait before the second and the third attempt.
 RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
-COUNT_ORDER = ("regressed", "broken", "improved", "unchanged", "new", "missing")
+COUNT_ORDER = ("regressed", "broken", "more work", "improved", "unchanged", "new", "missing")
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -179,11 +182,13 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
         reason = w.status.replace("_", " ")
         broken.setdefault((w.run_id, w.name, w.params_key), f"{label}: {reason}")
     counts["broken"] = len(broken)
+    more_work = _more_work(session, [r for r in runs if r.work_changes == "fail"])
+    counts["more work"] = len(more_work)
 
     build_failed = any(r.status == "build_failed" for r in runs)
     parts = ["build failed"] if build_failed else []
     parts += [f"{counts[name]} {name}" for name in COUNT_ORDER if counts[name]]
-    if build_failed or counts["regressed"] or counts["broken"]:
+    if build_failed or counts["regressed"] or counts["broken"] or counts["more work"]:
         state = "failure"
     elif any(r.status == "failed" for r in runs):
         state = "error"
@@ -191,10 +196,31 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
     else:
         state = "success"
     text = ", ".join(parts) or "no results"
-    named = worst[1] if worst else next(iter(broken.values()), None)
+    named = worst[1] if worst else next(iter([*broken.values(), *more_work]), None)
     if named:
         text += f" ({named})"
     return state, cut(text)
+
+
+def _more_work(session: Session, runs: list[Run]) -> list[str]:
+    """For suites that opted in (work_changes = "fail"): kernels whose work counters grew,
+    as "workload kernel: instructions +3.1%", most grown first."""
+    if not runs:
+        return []
+    rows = session.execute(
+        select(WorkVerdict, RunWorkload)
+        .join(RunWorkload, RunWorkload.id == WorkVerdict.run_workload_id)
+        .where(
+            RunWorkload.run_id.in_([r.id for r in runs]),
+            WorkVerdict.verdict == "changed",
+            (WorkVerdict.change > 0) | WorkVerdict.change.is_(None),
+        )
+    ).all()
+    grown = sorted(rows, key=lambda r: -(r[0].change if r[0].change is not None else 1e9))
+    return [
+        f"{series_label(w.name, w.params, v.kernel)}: {describe(v.counter, v.change)}"
+        for v, w in grown
+    ]
 
 
 def cut(text: str, limit: int = MAX_DESCRIPTION) -> str:

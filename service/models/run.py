@@ -49,6 +49,8 @@ class Run(Base):
     build_seconds: Mapped[float | None] = mapped_column(Float)
     build_log_tail: Mapped[str] = mapped_column(Text, default="")
     log_tail: Mapped[str] = mapped_column(Text, default="")
+    # "notice" or "fail": whether a work-counter change alone fails the commit's status.
+    work_changes: Mapped[str] = mapped_column(String(10), default="notice")
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     received_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -288,6 +288,11 @@ class RunDocument(Strict):
     build: BuildIn
     workloads: list[WorkloadIn] = Field(default_factory=list, max_length=MAX_WORKLOADS)
     log_tail: LongText = ""
+    work_changes: Literal["notice", "fail"] = Field(
+        "notice",
+        description="a kernel's work counters moving: a notice beside the timing verdict, or "
+        "(a suite's opt-in) a failed commit status",
+    )
     paired_base: RunDocument | None = Field(
         default=None,
         description="a confirmation job's base commit, measured interleaved with this one",

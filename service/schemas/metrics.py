@@ -249,3 +249,30 @@ class SeriesHistory(BaseModel):
     # True while a stored run on the series' repository and branch awaits re-segmentation (a
     # second or so after a store): change_points may then lag the newest points.
     change_points_pending: bool = False
+
+
+class WorkJudged(BaseModel):
+    verdict: Literal["changed", "same", "new"]
+    change: float | None
+
+
+class WorkPoint(BaseModel):
+    commit: str
+    committed_at: datetime
+    run_id: str
+    values: dict[str, float]
+    verdicts: dict[str, WorkJudged]
+
+
+class KernelWork(BaseModel):
+    kernel: str
+    points: list[WorkPoint]
+
+
+class WorkHistory(BaseModel):
+    """The work counters of a timing series' kernels along a branch (oldest first)."""
+
+    series: SeriesPublic
+    branch: str
+    counters: dict[str, str]
+    kernels: list[KernelWork]

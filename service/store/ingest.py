@@ -194,6 +194,7 @@ def _store(session: Session, doc: RunDocument, digest: str) -> tuple[int, int]:
             build_seconds=doc.build.seconds,
             build_log_tail=doc.build.log_tail,
             log_tail=doc.log_tail,
+            work_changes=doc.work_changes,
             started_at=doc.started_at,
             finished_at=doc.finished_at,
             received_at=utcnow(),

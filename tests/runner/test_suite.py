@@ -21,6 +21,7 @@ def test_the_fixture_and_the_default_suite_load() -> None:
     own = load_suite(ROOT)
     assert own.name == "kernels"
     assert own.device == "cuda"
+    assert own.work_changes == "notice"  # a work change is a notice unless a suite opts in
 
 
 @pytest.mark.parametrize(
@@ -34,6 +35,7 @@ def test_the_fixture_and_the_default_suite_load() -> None:
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesess=3\n", "unknown [timing] keys"),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses='many'\n", "bad [timing]"),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses=0\n", "processes >= 1"),
+        ("[suite]\nname='x'\nworkloads='m'\nwork_changes='red'\n", "work_changes must be"),
     ],
 )
 def test_bad_suite_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:

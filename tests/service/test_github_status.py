@@ -179,6 +179,36 @@ def test_a_regression_is_a_failure_naming_the_worst_series(
     assert headers["content-type"] == "application/json"
 
 
+def _counted(doc: dict[str, Any], instructions: float, policy: str) -> dict[str, Any]:
+    doc["work_changes"] = policy
+    for w in doc["workloads"]:
+        metrics = {"smsp__inst_executed.sum": {"value": instructions, "unit": "inst"}}
+        w["ncu"] = {"status": "ok", "kernels": [{"kernel": w["kernels"][0], "metrics": metrics}]}
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("policy", "state", "description"),
+    [
+        ("notice", "success", "1 unchanged"),
+        ("fail", "failure", "1 more work, 1 unchanged (gemm_fwd 1024³ k: instructions +3.0%)"),
+    ],
+)
+def test_more_work_fails_the_status_only_where_the_suite_opts_in(
+    settings: Settings, fake_github: FakeGitHub, policy: str, state: str, description: str
+) -> None:
+    with serve(with_github(settings, fake_github)) as client:
+        base = _counted(document(commit="c0", medians={"k": 100.0}), 1e6, policy)
+        assert client.post("/api/v1/runs", json=base).status_code == 201
+        fake_github.wait_for(1)
+        head = document(commit="head", parents=["c0"], ancestors=["c0"], minutes=5, seed=3,
+                        medians={"k": 100.0})  # fmt: skip
+        assert client.post("/api/v1/runs", json=_counted(head, 1.03e6, policy)).status_code == 201
+        fake_github.wait_for(2)
+    (sent,) = fake_github.for_sha(sha_for("head"))
+    assert (sent.body["state"], sent.body["description"]) == (state, description)
+
+
 def test_no_token_no_request(settings: Settings, fake_github: FakeGitHub) -> None:
     configured = with_github(settings, fake_github, github_token=None)
     with serve(configured) as client:

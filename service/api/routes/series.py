@@ -9,8 +9,9 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
-from service.schemas.metrics import SeriesHistory
+from service.schemas.metrics import SeriesHistory, WorkHistory
 from service.store.series import default_branch, find_series, history
+from service.store.work import work_history
 
 router = APIRouter(prefix="/api/v1/series", tags=["series"])
 
@@ -64,3 +65,19 @@ def get_series(
     )
     branch = branch or default_branch(session, series)
     return history(session, series, repo_name, branch, limit, samples)
+
+
+@router.get("/work", response_model=WorkHistory)
+def get_work(
+    session: SessionDep,
+    id: int = Query(
+        ..., ge=1, le=MAX_ID, description="the timing series (from a commit's metrics)"
+    ),
+    kernel: str | None = Query(None, description="one kernel of the workload; default: all"),
+    branch: str | None = Query(None, description="default: the branch of the newest result"),
+    limit: int = Query(1000, ge=1, le=10_000),
+) -> WorkHistory:
+    """The work counters of a series' kernels along a branch, with their verdicts."""
+    series, repo_name = find_series(session, series_id=id, filters={}, params=None)
+    branch = branch or default_branch(session, series)
+    return work_history(session, series, repo_name, branch, limit, kernel)
