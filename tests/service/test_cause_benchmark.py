@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from benchmarks.cause_gpu import COMMITS, EXPECTED, render, rows
 from tests.conftest import ADMIN_TOKEN
@@ -30,13 +31,24 @@ def judged(admin: httpx.Client, sha: str) -> None:
 def test_every_recorded_cause_is_ranked_first(server: LiveServer) -> None:
     truth = json.loads((FIXTURES / "truth.json").read_text())["workloads"]
     with server.client(ADMIN_TOKEN) as admin:
+        shas = {}
         for kind in COMMITS:
             doc = json.loads(gzip.decompress((FIXTURES / f"{kind}.json.gz").read_bytes()))
+            shas[kind] = doc["commit"]["sha"]
             assert admin.post("/api/v1/runs", json=doc).status_code == 201
             judged(admin, doc["commit"]["sha"])
         alerts = [admin.get(f"/api/v1/alerts/{a['id']}").json()
                   for a in admin.get("/api/v1/alerts").json()]  # fmt: skip
         page = admin.get("/alerts").text
+        work = {
+            kind: {
+                (w["params"]["case"], k["kernel"], v["counter"]): v
+                for w in admin.get(f"/api/v1/commits/{sha}/metrics").json()["workloads"]
+                for k in w["kernels"]
+                for v in k["work"]
+            }
+            for kind, sha in shas.items()
+        }
     table = rows(alerts, truth)
     assert all(r["right"] for r in table), render(table)
     assert len(alerts) == len(EXPECTED)  # the A/A commit raised none
@@ -58,3 +70,14 @@ def test_every_recorded_cause_is_ranked_first(server: LiveServer) -> None:
     assert 'data-kind="bank_conflicts"' in page and "limited by shared memory" in page
     # The uncoalesced case: warps wait on the local/global queue (against the A/A run).
     assert "warps stalled most on: lg throttle 0.26 → 268, long scoreboard" in page
+    # Work counters on the H100: the A/A rebuild, measured in other processes, moved none of
+    # them (no false notice); the head's injected work shows exactly.
+    assert len(work["aa"]) == 11 * 4 and all(v["verdict"] == "same" for v in work["aa"].values())
+    dram = work["head"][("dram", "cause_dram", "dram__bytes_read.sum")]
+    assert dram["verdict"] == "changed" and dram["change"] == pytest.approx(0.5, abs=0.001)
+    extra = work["head"][("instructions", "cause_instructions", "smsp__inst_executed.sum")]
+    assert extra["note"] == "instructions +24.7%"
+    same = work["head"][
+        ("occ_regs", "cause_occ_regs", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    ]
+    assert same["verdict"] == "same"  # occupancy, not work: the loads did not change
