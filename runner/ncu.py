@@ -26,7 +26,8 @@ from typing import Any
 # rest (issue 15: what attribution needs to turn a move into time) were taken from NVIDIA's
 # Nsight Compute metric reference and came back, every one for every kernel, from an H100 in
 # the cause benchmark's documents (tests/service/fixtures/causes_h100, benchmarks/cause_gpu.py;
-# the ncu pass over its 10 workloads took 11-12 s). ncu silently drops unknown --metrics names.
+# the ncu pass over its 10 workloads took 11-12 s), but for the L2 read sectors, confirmed on
+# the H100 by benchmarks/results/work_counters_h100.json. ncu silently drops unknown names.
 METRICS: dict[str, str] = {
     "gpu__time_duration.sum": "duration",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM throughput",
@@ -44,6 +45,7 @@ METRICS: dict[str, str] = {
     # DRAM, L2 and L1: how much each moved and how busy each was
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM throughput",
     "lts__t_sectors.sum": "L2 sectors",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "L2 sectors read by the SMs",
     "lts__throughput.avg.pct_of_peak_sustained_elapsed": "L2 throughput",
     "lts__t_sectors_op_atom.sum": "L2 atomic sectors",
     "lts__t_sectors_op_red.sum": "L2 reduction sectors",

@@ -10,7 +10,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
 
-INSTRUCTIONS, SECTORS, REQUESTS, DRAM_READ = WORK_COUNTERS
+INSTRUCTIONS, SECTORS, REQUESTS, L2_READ, DRAM_READ = WORK_COUNTERS
 
 
 def test_a_change_beyond_the_counters_tolerance_is_a_change() -> None:
