@@ -10,7 +10,9 @@ backoff and jitter, and claims nothing.
 `stop()` (SIGTERM or SIGINT through `run_agent`): idle, the agent exits at once; during a job, the
 job's stop event is set and `run_job` either finishes (the result is posted) or raises
 `JobInterrupted` (the job is released back to the queue, the attempt uncounted). A second stop
-releases the job at once without waiting for `run_job`.
+releases the job at once without waiting for `run_job`. A `HostError` from `run_job` (the GPU
+stack is gone) is the host's fault, not the job's: the job is released, never failed, and the
+agent stops claiming and exits with EXIT_HOST.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.client import ServiceClient, ServiceError, ServiceRefused, ServiceUnavailable
+from runner.host import HostError
 from runner.spool import Backoff, Spool, deliver, flush
 
 logger = logging.getLogger(__name__)
@@ -35,6 +38,7 @@ logger = logging.getLogger(__name__)
 RunJob = Callable[[dict[str, Any], threading.Event], dict[str, Any]]
 EXIT_OK = 0
 EXIT_REFUSED = 1  # the service refused the runner itself (token, URL): a person must act
+EXIT_HOST = 3  # this host cannot run jobs (its GPU stack broke): its job went back to the queue
 LOG_TAIL_CHARS = 20_000
 
 
@@ -85,6 +89,7 @@ class Agent:
         self._stopping = threading.Event()
         self._abort = threading.Event()
         self._job: _Job | None = None
+        self.host_fault: str | None = None
 
     @property
     def current_job_id(self) -> int | None:
@@ -132,7 +137,7 @@ class Agent:
                     self._work(claim)
                 else:
                     self._stopping.wait(self.poll_interval)
-            return EXIT_OK
+            return EXIT_HOST if self.host_fault else EXIT_OK
         except ServiceRefused as exc:
             self.log.error("the service refused this runner, stopping: %s", exc)
             return EXIT_REFUSED
@@ -212,6 +217,12 @@ class Agent:
             self.log.warning("job %s stopped: its lease is gone (%s)", job.job_id, job.lease_lost)
         elif isinstance(job.error, JobInterrupted):
             self._release(job, "the job was interrupted")
+        elif isinstance(job.error, HostError):
+            # The host, not the job: hand it back for a healthy runner, and claim no more.
+            self._release(job, f"this host cannot run jobs: {job.error}")
+            self.log.error("stopping: %s", job.error)
+            self.host_fault = str(job.error)
+            self._stopping.set()
         else:
             self._fail(job)
         lease.join(timeout=1.0)

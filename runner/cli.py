@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(subparsers)
     _add_agent(subparsers)
     _add_list(subparsers)
+    _add_doctor(subparsers)
     _add_parse_ncu(subparsers)
     return parser
 
@@ -66,6 +67,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from runner.checkout import CheckoutError
     from runner.console import RichProgress, summary_table
+    from runner.host import HostError
     from runner.pipeline import DEFAULT_CACHE, RunRequest, execute
     from runner.suite import SuiteError
 
@@ -91,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with RichProgress(console) as progress:
             document = execute(request, progress)
-    except (CheckoutError, SuiteError) as exc:
+    except (CheckoutError, SuiteError, HostError) as exc:
         return _fail("run", str(exc))
     text = json.dumps(document, indent=2)
     if args.out:
@@ -133,10 +135,7 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
 def _agent(args: argparse.Namespace) -> int:
     import logging
 
-    from runner import environment, gpuinfo
-    from runner.agent import run_agent
-    from runner.jobrun import make_run_job
-    from runner.pipeline import DEFAULT_CACHE
+    from runner import gpuinfo, host
 
     if not args.token:
         return _fail("agent", "--token (or $KERNELWATCH_RUNNER_TOKEN) is required")
@@ -146,14 +145,27 @@ def _agent(args: argparse.Namespace) -> int:
         if not sep or not key:
             return _fail("agent", f"label {item!r} is not key=value")
         labels[key.strip()] = value.strip()
+    device = "cuda" if gpuinfo.sm_clock_mhz() is not None else "cpu"
+    # Checked before the first claim: a host that cannot run jobs must not take them from the
+    # queue (a GPU whose stack is broken; no git; no disk). Without a GPU it serves CPU suites.
+    cache = args.cache or host.DEFAULT_CACHE
+    problems = [c for c in host.agent_checks(device, cache) if not c.ok]
+    if problems:
+        for check in problems:
+            print(f"{PROG} agent: {check.line}", file=sys.stderr)
+        return _fail("agent", "this host cannot run jobs: fix the above (kernelwatch-runner "
+                     "doctor checks it all), then start again")  # fmt: skip
+    from runner import environment  # the runner's own dependencies, checked above
+    from runner.agent import run_agent
+    from runner.jobrun import make_run_job
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per claim poll otherwise
-    device = "cuda" if gpuinfo.sm_clock_mhz() is not None else "cpu"
     try:
         return run_agent(
             args.server,
             args.token,
-            make_run_job(args.cache or DEFAULT_CACHE, args.only),
+            make_run_job(cache, args.only),
             spool_dir=args.spool,
             labels=labels,
             environment=environment.collect(device, {}),
@@ -201,6 +213,42 @@ def _list(args: argparse.Namespace) -> int:
         )
     Console().print(table)
     return 0
+
+
+def _add_doctor(subparsers: argparse._SubParsersAction) -> None:
+    sub = subparsers.add_parser(
+        "doctor",
+        help="check that this host can run jobs (GPU, CUDA, CuPy, nvcc, ncu, git, disk, service)",
+        description="One line per check: ok, missing or wrong, with the fix. Exit code 0 only "
+        "when the host can run jobs; optional pieces (nvcc, ncu, cupti-python) are marked so.",
+    )
+    sub.add_argument("--server", help="also check the service: reachable, and the token taken")
+    sub.add_argument(
+        "--token",
+        default=os.environ.get("KERNELWATCH_RUNNER_TOKEN"),
+        help="runner token (or $KERNELWATCH_RUNNER_TOKEN)",
+    )
+    sub.add_argument("--cache", type=Path, help="clones and builds (~/.cache/kernelwatch)")
+    sub.add_argument("--cpu", action="store_true", help="a host for CPU suites: no GPU needed")
+    sub.add_argument("--json", action="store_true", help="print the checks as JSON")
+    sub.set_defaults(handler=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from runner import host
+
+    checks = host.agent_checks("cpu" if args.cpu else "cuda", args.cache or host.DEFAULT_CACHE,
+                               everything=True)  # fmt: skip
+    if args.server:
+        checks += host.service_checks(args.server, args.token)
+    ready = host.can_run(checks)
+    if args.json:
+        print(json.dumps({"ready": ready, "checks": [c.as_dict() for c in checks]}, indent=2))
+    else:
+        for check in checks:
+            print(check.line)
+        print("this host can run jobs" if ready else "this host cannot run jobs: fix the above")
+    return 0 if ready else 1
 
 
 def _add_parse_ncu(subparsers: argparse._SubParsersAction) -> None:

@@ -36,10 +36,10 @@ from runner import environment, report
 from runner.agent import JobInterrupted
 from runner.build import run_build
 from runner.checkout import Checkouts, _git
+from runner.host import DEFAULT_CACHE, require_gpu
 from runner.measure import Outcome, run_phase
 from runner.suite import Suite, load_suite
 
-DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"
 CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
 CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
@@ -118,6 +118,8 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
         branch = request.branch or _branch_of(clone, commit.sha)
         log(f"checked out {commit.sha[:12]} ({branch}) in {worktree}")
         suite = load_suite(worktree)
+        if suite.device == "cuda":
+            require_gpu(suite.name)  # one line naming what is missing, before any work
         with tempfile.TemporaryDirectory(prefix="kw-build-") as build_dir:
             records, build, env = _measure(
                 suite, Path(build_dir), request, progress, log, check_stop

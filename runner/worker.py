@@ -116,6 +116,15 @@ def device_properties() -> dict[str, Any]:
     }
 
 
+def _device_or_why() -> dict[str, Any]:
+    try:
+        return device_properties()
+    except ImportError as exc:
+        return {"unavailable": f"CuPy is not installed ({exc})"}
+    except Exception as exc:  # no driver, no device: CuPy says which
+        return {"unavailable": f"{type(exc).__name__}: {exc}"}
+
+
 def _version(number: int) -> str:
     return f"{number // 1000}.{number % 1000 // 10}"
 
@@ -195,8 +204,8 @@ def main(config_path: str) -> int:
     sys.path.insert(0, config["root"])
     module = _import(config["workloads"])
     workloads = {w.id: w for w in module.all_workloads()}
-    if config["mode"] == "list":
-        device = device_properties() if config["device"] == "cuda" else {}
+    if config["mode"] == "list":  # listing a suite needs no GPU: say why there is none instead
+        device = _device_or_why() if config["device"] == "cuda" else {}
         protocol.send(
             event="list", workloads=[describe(w) for w in workloads.values()], device=device
         )

@@ -26,8 +26,9 @@ import uvicorn
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from runner.agent import Agent, JobInterrupted
+from runner.agent import EXIT_HOST, Agent, JobInterrupted
 from runner.client import ServiceClient, ServiceRefused, ServiceUnavailable
+from runner.host import HostError
 from runner.spool import Backoff, Spool
 from service.core.settings import Settings
 from service.models import Job, Run, Runner
@@ -177,6 +178,29 @@ def test_a_failing_job_is_requeued_with_its_log_tail(
     assert (job.state, job.attempt, job.runner_id) == ("queued", 1, None)
     assert "RuntimeError: nvcc exploded: out of memory" in job.failure
     assert "Traceback" in job.failure
+
+
+def test_a_host_fault_releases_the_job_and_stops_claiming(
+    server: LiveServer, engine: Engine, token: str, make_agent: Callable
+) -> None:
+    """The GPU stack broke under the agent: the job goes back to the queue unfailed (no attempt
+    counted against it), and the agent claims nothing more."""
+    job_ids = make_jobs(engine, 2)
+    claimed: list[int] = []
+
+    def run_job(claim: dict, stop: threading.Event) -> dict:
+        claimed.append(claim["job"]["id"])
+        raise HostError("this host cannot run the CUDA suite 'kernels': gpu missing: no device")
+
+    with Running(make_agent(server.url, token, run_job)) as running:
+        running.thread.join(10)
+        assert not running.thread.is_alive(), "the agent kept going on a broken host"
+    assert running.code == EXIT_HOST
+    assert len(claimed) == 1  # the second job is left for a healthy runner
+    for job_id in job_ids:
+        job = job_row(engine, job_id)
+        assert (job.state, job.attempt, job.runner_id) == ("queued", 0, None), job
+        assert not job.failure
 
 
 @contextmanager

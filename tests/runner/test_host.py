@@ -1,0 +1,134 @@
+"""Whether a host can run jobs: each check with a piece missing, and the commands that use them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from runner import cli, host
+from runner.host import HostError, agent_checks, can_run, gpu_checks, require_gpu
+from tests.live_server import LiveServer
+from tests.service.test_queue import make_runner
+
+ROOT = Path(__file__).resolve().parents[2]
+H100 = {"count": 1, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "free": 79 << 30,
+        "total": 80 << 30, "runtime": 13000, "driver": 13000, "cupy": "14.2.0"}  # fmt: skip
+
+
+def test_a_working_gpu_stack_is_three_ok_lines() -> None:
+    checks = gpu_checks(H100)
+    assert [(c.name, c.state) for c in checks] == [("cupy", "ok"), ("gpu", "ok"), ("cuda", "ok")]
+    assert (
+        checks[1].detail == "NVIDIA H100 80GB HBM3, compute capability 9.0, 79.0 of 80.0 GiB free"
+    )
+
+
+@pytest.mark.parametrize(
+    ("probe", "name", "state", "fix"),
+    [
+        ({"missing": "ModuleNotFoundError: No module named 'cupy'"}, "cupy", "missing",
+         "kernelwatch[runner-cuda13]"),
+        ({"wrong": "CUDARuntimeError: cudaErrorInsufficientDriver"}, "gpu", "wrong",
+         "nvidia-smi"),
+        ({**H100, "count": 0}, "gpu", "missing", "driver"),
+        ({**H100, "runtime": 13000, "driver": 12080}, "cuda", "wrong", "runner-cuda12"),
+    ],
+)  # fmt: skip
+def test_each_broken_piece_of_the_gpu_stack_is_named_with_its_fix(
+    probe: dict, name: str, state: str, fix: str
+) -> None:
+    bad = [c for c in gpu_checks(probe) if c.state != "ok"]
+    assert [(c.name, c.state) for c in bad] == [(name, state)]
+    assert fix in bad[0].fix and fix in bad[0].line
+    with pytest.raises(HostError, match=f"cannot run the CUDA suite 'k': {name} {state}"):
+        require_gpu("k", gpu=lambda: probe)
+    require_gpu("k", gpu=lambda: H100)  # a working stack raises nothing
+
+
+def test_the_gpu_is_probed_in_a_child_that_can_fail_alone(tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n")
+    fake.chmod(0o755)
+    assert host.probe_gpu(str(fake)) == {"wrong": "Segmentation fault"}
+    assert "missing" in host.probe_gpu(sys.executable) or "count" in host.probe_gpu()
+
+
+def test_git_and_disk_are_required_the_tools_optional(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELWATCH_NCU", str(tmp_path / "no-ncu"))
+    checks = agent_checks("cuda", tmp_path, gpu=lambda: H100, everything=True)
+    by = {c.name: c for c in checks}
+    assert by["ncu"].state == "missing" and not by["ncu"].required and by["ncu"].ok
+    assert can_run(checks)
+    monkeypatch.setenv("KERNELWATCH_GIT", str(tmp_path / "no-git"))
+    checks = agent_checks("cpu", tmp_path)
+    assert [c.name for c in checks] == ["numpy", "git", "disk"]  # a CPU host needs no GPU
+    assert not can_run(checks)
+    full = host.disk_check(tmp_path, minimum=1 << 62)
+    assert full.state == "wrong" and "GiB free under" in full.detail
+
+
+def test_doctor_says_one_line_per_check_and_exits_1_when_the_host_cannot_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
+    assert cli.main(["doctor", "--cache", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "ok      numpy        importable"
+    assert out[1].startswith("missing cupy") and "kernelwatch[runner-cuda13]" in out[1]
+    assert out[-1] == "this host cannot run jobs: fix the above"
+    monkeypatch.setattr(host, "probe_gpu", lambda: H100)
+    assert cli.main(["doctor", "--cache", str(tmp_path), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["ready"] and answer["checks"][1] == {
+        "name": "cupy", "state": "ok", "detail": "CuPy 14.2.0 (CUDA runtime 13.0)", "fix": "",
+        "required": True,
+    }  # fmt: skip
+
+
+def test_doctor_checks_the_service_and_the_token(
+    server: LiveServer, engine: Engine, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    token = make_runner(engine, "h100-a", {"gpu": "h100"})
+    assert cli.main(["doctor", "--cpu", "--cache", str(tmp_path), "--server", server.url,
+                     "--token", token]) == 0  # fmt: skip
+    assert "ok      token        taken: runner h100-a" in capsys.readouterr().out
+    assert cli.main(["doctor", "--cpu", "--cache", str(tmp_path), "--server", server.url,
+                     "--token", "kwr_wrong"]) == 1  # fmt: skip
+    assert "wrong   token        the service answered 401" in capsys.readouterr().out
+    assert cli.main(["doctor", "--cpu", "--server", "http://127.0.0.1:9"]) == 1
+    assert capsys.readouterr().out.startswith("ok      numpy")
+
+
+def test_an_agent_on_a_broken_gpu_host_refuses_before_any_claim(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from runner import gpuinfo
+
+    monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)  # NVML sees a GPU...
+    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
+    # ...and the service is never asked: a closed port would be retried forever otherwise.
+    code = cli.main(["agent", "--server", "http://127.0.0.1:9", "--token", "kwr_x",
+                     "--cache", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "kernelwatch-runner agent: missing cupy" in err
+    assert "this host cannot run jobs" in err and "Traceback" not in err
+
+
+def test_list_and_every_help_work_without_cupy() -> None:
+    """This machine has no CuPy: listing a CUDA suite needs none, and says nothing of it."""
+    listed = subprocess.run([sys.executable, "-m", "runner.cli", "list", "--repo", str(ROOT),
+                             "--json"], capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)) > 10 and "Traceback" not in listed.stderr
+    for command in ("run", "agent", "list", "doctor", "parse-ncu"):
+        helped = subprocess.run([sys.executable, "-m", "runner.cli", command, "--help"],
+                                capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        assert helped.returncode == 0 and "usage:" in helped.stdout, command
