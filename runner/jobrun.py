@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,17 +17,36 @@ log = logging.getLogger("runner.job")
 
 
 class LogProgress(Progress):
-    """Stages and failures as log lines: an agent has no terminal to draw on."""
+    """Stages and failures as log lines, each naming the job: an agent has no terminal to draw
+    on. A stage's line says when it starts; the next one says how long the previous took."""
+
+    def __init__(self, job_id: int | None = None, clock: Any = time.monotonic) -> None:
+        self.job = f"job {job_id}" if job_id is not None else "job"
+        self.clock = clock
+        self.current: tuple[str, float] | None = None
 
     def stage(self, name: str, total: int | None = None) -> None:
-        log.info("stage %s%s", name, f" ({total} workloads)" if total else "")
+        now = self.clock()
+        took = ""
+        if self.current is not None:
+            took = f" ({self.current[0]} took {now - self.current[1]:.1f} s)"
+        self.current = (name, now)
+        log.info("%s: stage %s%s%s", self.job, name,
+                 f" ({total} workloads)" if total else "", took)  # fmt: skip
+
+    def finished(self) -> None:
+        """The last stage's time, once the job's document is ready."""
+        if self.current is not None:
+            name, started = self.current
+            log.info("%s: %s took %.1f s", self.job, name, self.clock() - started)
+            self.current = None
 
     def advance(self, label: str, outcome: Outcome | None = None) -> None:
         if outcome is not None and outcome.status != "ok":
-            log.warning("%s: %s", label, outcome.status)
+            log.warning("%s: %s: %s", self.job, label, outcome.status)
 
     def log(self, line: str) -> None:
-        log.info("%s", line)
+        log.info("%s: %s", self.job, line)
 
 
 def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
@@ -49,12 +69,16 @@ def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
             cache_dir=cache_dir,
             stop=stop,
         )
+        progress = LogProgress(job["id"])
         if kind in ("confirm", "bisect"):
             # A bisect job is a confirmation at one commit of the pushed range.
             payload = job["payload"]
-            return execute_confirmation(
-                request, payload["base_sha"], payload["workloads"], LogProgress()
+            document = execute_confirmation(
+                request, payload["base_sha"], payload["workloads"], progress
             )
-        return execute(request, LogProgress())
+        else:
+            document = execute(request, progress)
+        progress.finished()
+        return document
 
     return run_job
