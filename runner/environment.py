@@ -8,7 +8,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterable
@@ -16,6 +15,7 @@ from typing import Any
 
 from runner import gpuinfo
 from runner.profile import find_ncu
+from runner.tools import find_nvcc
 
 
 def _tool_version(command: list[str]) -> str | None:
@@ -25,11 +25,6 @@ def _tool_version(command: list[str]) -> str | None:
         return None
     found = re.findall(r"(?:release |V|Version )(\d+(?:\.\d+)+)", out)
     return found[-1] if found else (out.strip().splitlines()[-1] if out.strip() else None)
-
-
-def _nvcc() -> str:
-    default = "/usr/local/cuda/bin/nvcc"
-    return shutil.which("nvcc") or (default if os.path.exists(default) else "nvcc")
 
 
 def _cpu_model() -> str:
@@ -127,7 +122,7 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
             "driver_version": _nvml_driver() or gpu.get("cuda_driver_version", ""),
             "cuda_runtime_version": gpu.get("cuda_runtime_version", ""),
             "cupy_version": gpu.get("cupy_version", ""),
-            "nvcc_version": _tool_version([_nvcc(), "--version"]),
+            "nvcc_version": _tool_version([find_nvcc() or "nvcc", "--version"]),
             "ncu_version": _tool_version([find_ncu() or "ncu", "--version"]),
             "clocks_mhz": clocks,
             "throttle_reasons_seen": [r for r in gpuinfo.throttle_reasons() if r != "gpu_idle"],

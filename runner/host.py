@@ -14,12 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.tools import find_tool
+from runner.tools import find_nvcc, find_tool
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"  # clones, worktrees, the spool
 MIN_FREE_BYTES = 5 << 30  # a clone, a worktree and a build of a suite, with room to spare
 CUPY_INSTALL = "pip install 'kernelwatch[runner-cuda13]' (CUDA 13 driver) or '[runner-cuda12]'"
-NVCC_CANDIDATES = ("/usr/local/cuda/bin/nvcc",)
 
 # What the child prints: the GPU as CUDA sees it, or why it cannot.
 _PROBE = r"""
@@ -100,27 +99,31 @@ def gpu_checks(gpu: dict) -> list[Check]:
     runtime, driver = gpu["runtime"] // 1000, gpu["driver"] // 1000
     memory = f"{gpu['free'] / 2**30:.1f} of {gpu['total'] / 2**30:.1f} GiB free"
     checks = [
-        Check("cupy", "ok", f"CuPy {gpu['cupy']} (CUDA runtime {_version(gpu['runtime'])})"),
+        Check("cupy", "ok", f"CuPy {gpu['cupy']} (CUDA runtime {cuda_version(gpu['runtime'])})"),
         Check("gpu", "ok", f"{gpu['name']}, compute capability {gpu['cc']}, {memory}"),
     ]
     if runtime > driver:
         newer = f"CuPy's CUDA {runtime} is newer than the driver's CUDA {driver}"
         checks.append(Check("cuda", "wrong", newer, f"install kernelwatch[runner-cuda{driver}]"))
     else:
-        checks.append(Check("cuda", "ok", f"driver CUDA {_version(gpu['driver'])}"))
+        checks.append(Check("cuda", "ok", f"driver CUDA {cuda_version(gpu['driver'])}"))
     return checks
 
 
-def _version(number: int) -> str:
+def cuda_version(number: int) -> str:
+    """13020 -> "13.2" (CUDA's runtime and driver version numbers)."""
     return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def tool_check(name: str, env: str, candidates: tuple[str, ...], fix: str, required: bool) -> Check:
-    found = find_tool(name, env, candidates)
-    if found is None:
-        return Check(name, "missing", f"not on the PATH nor in {', '.join(candidates)}", fix,
-                     required)  # fmt: skip
-    return Check(name, "ok", found, required=required)
+    where = f"${env}, the PATH, {', '.join(candidates)}"
+    return _found(name, find_tool(name, env, candidates), where, fix, required)
+
+
+def _found(name: str, path: str | None, where: str, fix: str, required: bool) -> Check:
+    if path is None:
+        return Check(name, "missing", f"not found ({where})", fix, required)
+    return Check(name, "ok", path, required=required)
 
 
 def module_check(module: str, fix: str, required: bool = False) -> Check:
@@ -149,8 +152,8 @@ def agent_checks(
     from runner.profile import NCU_CANDIDATES
 
     optional = [
-        tool_check("nvcc", "KERNELWATCH_NVCC", NVCC_CANDIDATES,
-                   "install the CUDA toolkit (suites build their kernels with nvcc)", False),
+        _found("nvcc", find_nvcc(), "$NVCC, the PATH, $CUDA_HOME or /usr/local/cuda/bin",
+               "install the CUDA toolkit (suites build their kernels with nvcc)", False),
         tool_check("ncu", "KERNELWATCH_NCU", NCU_CANDIDATES,
                    "install Nsight Compute: without it runs carry no counters", False),
         module_check("cupti", "pip install cupti-python (kernel timelines, short launches)"),
@@ -159,7 +162,7 @@ def agent_checks(
         module_check("numpy", "pip install numpy (the runner's statistics)", required=True),
         *(gpu_checks((gpu or probe_gpu)()) if device == "cuda" else []),
         *(optional if everything and device == "cuda" else []),
-        tool_check("git", "KERNELWATCH_GIT", ("/usr/bin/git",), "install git", True),
+        _found("git", shutil.which("git"), "the PATH, where checkouts look", "install git", True),
         disk_check(cache),
     ]
 

@@ -8,6 +8,16 @@ import shutil
 from collections.abc import Iterable
 
 
+def find_nvcc() -> str | None:
+    """nvcc as a suite's build finds it: $NVCC, the PATH, $CUDA_HOME or $CUDA_PATH, then
+    /usr/local/cuda."""
+    candidates = [os.environ.get("NVCC"), shutil.which("nvcc")]
+    candidates += [os.path.join(os.environ[v], "bin", "nvcc")
+                   for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]  # fmt: skip
+    candidates.append("/usr/local/cuda/bin/nvcc")
+    return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
 def find_tool(name: str, env_var: str, candidates: Iterable[str]) -> str | None:
     """$env_var, `name` on the PATH, or the newest match of a usual install location."""
     if explicit := os.environ.get(env_var):

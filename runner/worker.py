@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from runner import gpuinfo
+from runner.host import cuda_version
 from runner.sampling import time_workload, timing_inputs, workload_method
 from runner.suite import SuiteError, Timing, load_suite
 from runner.timers import make_timers
@@ -110,8 +111,8 @@ def device_properties() -> dict[str, Any]:
         "memory_bytes": int(props["totalGlobalMem"]),
         "compute_capability": f"{props['major']}.{props['minor']}",
         "l2_bytes": int(props.get("l2CacheSize", 0)),
-        "cuda_runtime_version": _version(cupy.cuda.runtime.runtimeGetVersion()),
-        "cuda_driver_version": _version(cupy.cuda.runtime.driverGetVersion()),
+        "cuda_runtime_version": cuda_version(cupy.cuda.runtime.runtimeGetVersion()),
+        "cuda_driver_version": cuda_version(cupy.cuda.runtime.driverGetVersion()),
         "cupy_version": cupy.__version__,
     }
 
@@ -123,10 +124,6 @@ def _device_or_why() -> dict[str, Any]:
         return {"unavailable": f"CuPy is not installed ({exc})"}
     except Exception as exc:  # no driver, no device: CuPy says which
         return {"unavailable": f"{type(exc).__name__}: {exc}"}
-
-
-def _version(number: int) -> str:
-    return f"{number // 1000}.{number % 1000 // 10}"
 
 
 def normalize_check(result: dict[str, Any]) -> dict[str, Any]:

@@ -203,8 +203,8 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
 
 
 def _more_work(session: Session, runs: list[Run]) -> list[str]:
-    """For suites that opted in (work_changes = "fail"): kernels whose work counters grew,
-    as "workload kernel: instructions +3.1%", most grown first."""
+    """For suites that opted in (work_changes = "fail"): the kernels whose work counters grew,
+    each as "workload kernel: instructions +3.1%" (its most grown counter), most grown first."""
     if not runs:
         return []
     rows = session.execute(
@@ -217,10 +217,11 @@ def _more_work(session: Session, runs: list[Run]) -> list[str]:
         )
     ).all()
     grown = sorted(rows, key=lambda r: -(r[0].change if r[0].change is not None else 1e9))
-    return [
-        f"{series_label(w.name, w.params, v.kernel)}: {describe(v.counter, v.change)}"
-        for v, w in grown
-    ]
+    most: dict[tuple[int, str], str] = {}  # one line per kernel: its most grown counter
+    for v, w in grown:
+        label = f"{series_label(w.name, w.params, v.kernel)}: {describe(v.counter, v.change)}"
+        most.setdefault((w.id, v.kernel), label)
+    return list(most.values())
 
 
 def cut(text: str, limit: int = MAX_DESCRIPTION) -> str:

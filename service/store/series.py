@@ -129,16 +129,21 @@ def histories_data(
     ]
 
 
-def _points(
-    session: Session, series_id: int, branch: str, limit: int, with_samples: bool
-) -> list[dict[str, Any]]:
-    newest = (
+def newest_results(series_id: int, branch: str, limit: int) -> Any:
+    """The ids of the series' last `limit` results on the branch, as a subquery to join."""
+    return (
         select(Result.id)
         .where(Result.series_id == series_id, Result.branch == branch)
         .order_by(Result.committed_at.desc(), Result.id.desc())
         .limit(limit)
         .subquery()
     )
+
+
+def _points(
+    session: Session, series_id: int, branch: str, limit: int, with_samples: bool
+) -> list[dict[str, Any]]:
+    newest = newest_results(series_id, branch, limit)
     # Plain columns, and the samples blob only when asked for: a 1,000-point history is read
     # often, and ORM rows with their blobs cost more than the query itself.
     stats = (

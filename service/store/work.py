@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from service.analysis.work import WORK_COUNTERS
 from service.models import Commit, NcuKernel, Result, Run, RunWorkload, Series, WorkVerdict
 from service.schemas import metrics as m
-from service.store.series import series_public
+from service.store.series import newest_results, series_public
 
 
 def work_history(
@@ -25,13 +25,7 @@ def work_history(
 ) -> m.WorkHistory:
     """Per kernel of the series' workload (or only `kernel`), the work counters of the runs of
     the series' last `limit` results on the branch, oldest first, with each one's verdict."""
-    newest = (
-        select(Result.id)
-        .where(Result.series_id == series.id, Result.branch == branch)
-        .order_by(Result.committed_at.desc(), Result.id.desc())
-        .limit(limit)
-        .subquery()
-    )
+    newest = newest_results(series.id, branch, limit)
     query = (
         select(
             Result.committed_at,

@@ -66,7 +66,7 @@ def test_git_and_disk_are_required_the_tools_optional(
     by = {c.name: c for c in checks}
     assert by["ncu"].state == "missing" and not by["ncu"].required and by["ncu"].ok
     assert can_run(checks)
-    monkeypatch.setenv("KERNELWATCH_GIT", str(tmp_path / "no-git"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on it
     checks = agent_checks("cpu", tmp_path)
     assert [c.name for c in checks] == ["numpy", "git", "disk"]  # a CPU host needs no GPU
     assert not can_run(checks)

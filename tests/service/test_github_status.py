@@ -182,7 +182,11 @@ def test_a_regression_is_a_failure_naming_the_worst_series(
 def _counted(doc: dict[str, Any], instructions: float, policy: str) -> dict[str, Any]:
     doc["work_changes"] = policy
     for w in doc["workloads"]:
-        metrics = {"smsp__inst_executed.sum": {"value": instructions, "unit": "inst"}}
+        sectors = {"value": instructions / 50, "unit": "sector"}
+        metrics = {  # two counters of one kernel grow: one kernel with more work
+            "smsp__inst_executed.sum": {"value": instructions, "unit": "inst"},
+            "lts__t_sectors_srcunit_tex_op_read.sum": sectors,
+        }
         w["ncu"] = {"status": "ok", "kernels": [{"kernel": w["kernels"][0], "metrics": metrics}]}
     return doc
 
