@@ -2,18 +2,21 @@
 
     # on the GPU host (CuPy, cupti-python, nvcc; the service's wheels on PYTHONPATH):
     python -m benchmarks.history_gpu --out DIR [--budget 560]
+    # ... or the history alone, its truth measured apart (each fits a device call):
+    python -m benchmarks.history_gpu --out DIR --skip-truth
     # anywhere, again from what a run saved (with the truth of a --truth-only run):
     python -m benchmarks.history_gpu --table DIR/history.json [--truth TDIR/truth.json]
     # on the GPU host, the truth alone (each commit's code measured against its parent's):
     python -m benchmarks.history_gpu --truth-only TDIR
 
 A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
-of >= 50 us, four of 10-50 us, four of a few us) gets a history of 17 commits: a base, two A/A
-commits (a README edit, a comment in the CUDA source), a step that makes nine of the kernels
-read more bytes (1.5-45% more, so that each class has changes below, at and above its detection
-target; three kernels never change), three innocent commits, the fix (the extra reads go), two
-more innocent commits, then a second step (other sizes, near the targets), three innocent
-commits, its fix and two more. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
+of >= 50 us, four of 10-50 us, four of a few us) gets a history of 14 commits (each ~30 s on the
+H100: with the service's start, one device call of 600 s): a base, two A/A commits (a README
+edit, a comment in the CUDA source), a step that makes nine of the kernels read more bytes
+(1.5-45% more, so that each class has changes below, at and above its detection target; three
+kernels never change), three innocent commits, the fix (the extra reads go), an innocent
+commit, then a second step (other sizes, near the targets), two innocent commits, its fix and
+one more. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
 the signed webhook, one push at a time; a real `kernelwatch-runner agent` claims the jobs, runs
 the suite (build, correctness, timing in several processes; ncu is left out, it decides
 nothing here), posts the documents, and runs the confirmation the step's suspected regressions
@@ -49,6 +52,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
 from histsuite.workloads import all_workloads  # noqa: E402
 
+from benchmarks.history_processes import process_medians  # noqa: E402
 from benchmarks.history_table import Row, render  # noqa: E402
 from benchmarks.webhook import post_push  # noqa: E402
 
@@ -73,13 +77,10 @@ HISTORY = [
     ("innocent", "readme"),
     ("fix", "fix"),
     ("innocent", "readme"),
-    ("innocent", "comment"),
     ("step", "step2"),
     ("innocent", "readme"),
     ("innocent", "comment"),
-    ("innocent", "readme"),
     ("fix", "fix"),
-    ("innocent", "readme"),
     ("innocent", "comment"),
 ]
 
@@ -210,13 +211,19 @@ def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -
         agent = [py, "-m", "runner.cli", "agent", "--server", url, "--token", token, "--poll",
                  "0.5", "--spool", str(work / "spool"), "--cache", str(work / "cache")]  # fmt: skip
         with running(agent, env, work / "agent.log"):
+            longest = 0.0
             for commit in commits:
-                if time.monotonic() > deadline:
+                if time.monotonic() + longest > deadline:  # it would not finish: keep the rest
                     log(f"budget spent: stopping before commit {commit['index']}")
                     break
                 started = time.monotonic()
                 push(url, work / "repo", commit)
-                _wait(lambda c=commit: settled(client, c["sha"]), deadline - time.monotonic())
+                try:
+                    _wait(lambda c=commit: settled(client, c["sha"]), deadline - time.monotonic())
+                except TimeoutError:
+                    log(f"budget spent during commit {commit['index']}: the ones before are kept")
+                    break
+                longest = max(longest, time.monotonic() - started)
                 log(f"commit {commit['index']} ({commit['kind']}) measured and judged in "
                     f"{time.monotonic() - started:.0f} s")  # fmt: skip
                 reported[commit["sha"]] = client.get(
@@ -290,7 +297,8 @@ def rows(saved: dict[str, Any]) -> list[Row]:
                 commit=commit["index"], kind=commit["kind"], series=wid, cls=w.params["cls"],
                 changed=changed, after_shift=wid in changed_before and not changed,
                 truth=true.get("change"), reported=m.get("change"), verdict=m.get("verdict"),
-                truth_sd=float(np.std(spread, ddof=1)) if spread and len(spread) > 1 else None,
+                truth_se=float(np.std(spread, ddof=1) / np.sqrt(len(spread)))
+                if spread and len(spread) > 1 else None,
             ))  # fmt: skip
             if changed:
                 changed_before.add(wid)
@@ -315,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         "--truth", type=Path, help="with --table: the truth from a --truth-only run instead"
     )
     p.add_argument("--budget", type=float, default=560.0, help="wall seconds for the history")
+    p.add_argument(
+        "--skip-truth",
+        action="store_true",
+        help="with --out: record the history only (measure the truth with --truth-only)",
+    )
     p.add_argument("--work", type=Path, default=Path("/tmp/kw-history"))
     args = p.parse_args(argv)
     if args.truth_only:
@@ -341,11 +354,14 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         saved = {"commits": commits, **record_history(args.work, commits, deadline)}
         saved["history_seconds"] = time.monotonic() - started
+        indices = {c["sha"]: c["index"] for c in commits}
+        saved["process_medians"] = process_medians(args.work / "kernelwatch.db", indices)
         measured = [c for c in commits if c["sha"] in saved["reported"]]
-        started = time.monotonic()
-        saved["truth"] = measure_truth(args.work, measured)
-        saved["truth_seconds"] = time.monotonic() - started
-        log(f"truth measured in {saved['truth_seconds']:.0f} s")
+        if not args.skip_truth:
+            started = time.monotonic()
+            saved["truth"] = measure_truth(args.work, measured)
+            saved["truth_seconds"] = time.monotonic() - started
+            log(f"truth measured in {saved['truth_seconds']:.0f} s")
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "history.json").write_text(json.dumps(saved, indent=1))
         shutil.copy(args.work / "kernelwatch.db", args.out / "kernelwatch.db")

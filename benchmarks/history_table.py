@@ -28,7 +28,9 @@ class Row:
     truth: float | None  # interleaved A/B change against the parent commit
     reported: float | None  # kernelwatch's change against its baseline
     verdict: str | None
-    truth_sd: float | None = None  # how much the truth varied over the instrument's placements
+    # How well the instrument knows the truth: the standard error of the change from its
+    # processes' own changes (each over its placements).
+    truth_se: float | None = None
 
     @property
     def error(self) -> float | None:
@@ -100,7 +102,7 @@ def _pct(x: float | None) -> str:
 
 def render(rows: list[Row]) -> str:
     lines = [
-        "| commit | what | series | class | truth (A/B) | ± placements | kernelwatch | error (pp) "
+        "| commit | what | series | class | truth (A/B) | ± truth (se) | kernelwatch | error (pp) "
         "| verdict |",
         "|---:|---|---|---|--:|--:|--:|--:|---|",
     ]
@@ -109,7 +111,7 @@ def render(rows: list[Row]) -> str:
         mark = " ◀" if r.changed else ""
         lines.append(
             f"| {r.commit} | {r.kind} | {r.series}{mark} | {r.cls} | {_pct(r.truth)} | "
-            f"{'' if r.truth_sd is None else f'{r.truth_sd:.2%}'} | {_pct(r.reported)} | "
+            f"{'' if r.truth_se is None else f'{r.truth_se:.2%}'} | {_pct(r.reported)} | "
             f"{error} | {r.verdict or ''} |"
         )
     s = score(rows)

@@ -1,8 +1,9 @@
 """The truth beside kernelwatch: every adjacent pair of builds of the history suite timed
-interleaved in one process (A B, then B A, round after round), L2 flushed before every sample,
-each workload with its declared timing method, compared by interquartile means, and the whole
-repeated in PROCESSES fresh processes (each its own placement of the buffers in memory). Its
-own code: CuPy events or CUPTI's kernel records read here, not the runner's timers.
+interleaved in one process (A B, then B A), L2 flushed before every sample, each workload with
+its declared timing method, on PLACEMENTS placements of its buffers in each of PROCESSES fresh
+processes, the change taken between the medians of all the base and all the head samples (the
+statistic kernelwatch reports). Its own code: CuPy events or CUPTI's kernel records read here,
+not the runner's timers.
 
     python -m benchmarks.history_truth PAIRS.json OUT.json
 
@@ -28,11 +29,17 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
 from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noqa: E402
 
-# Where a short kernel's buffers sit moves it, and moves one variant more than the other (seen
-# on the H100: the same +25% more bytes read as +19-29% by placement): the truth is the mean
-# over PROCESSES fresh processes, each with its own allocation, as a runner's processes are.
+# Where a short kernel's buffers sit moves it, and moves one variant more than the other: on
+# the H100 45% more bytes read cost a ~4 us kernel +29% to +48% by placement (sd 6 points;
+# benchmarks/short_timing.py --placements 8). Fresh processes alone do not move the buffers:
+# they allocate the same way, and four of them once agreed on +48% within 0.6 point. So every
+# placement is on fresh memory (CuPy's cached blocks given back: otherwise the buffers come out
+# of the chunks the earlier workloads left, the same pages every time) behind a filler of a
+# random size, and the truth is taken over all of them.
 PROCESSES = 4
-ROUNDS = 6  # per process: A B, B A, ...
+PLACEMENTS = 16  # per process and workload, each behind a random filler
+FILLER_MAX_BYTES = 192 << 20
+ROUNDS = 2  # per placement: A B, B A
 SAMPLES = 8  # per side and round
 WARMUP = 5
 FLUSH_BYTES = 256 << 20  # > 2 x the H100's 50 MB L2
@@ -109,34 +116,43 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
 def _interleaved(
     w: Any, base: Any, head: Any, cupti: Kernels, flush: Any, events_us: Any, cp: Any
 ) -> dict[str, Any]:
-    """One workload, base and head kernels on the same buffers, A B / B A round after round."""
+    """One workload, base and head kernels on the same buffers, A B / B A, on PLACEMENTS
+    placements of fresh buffers, each behind a filler of a random size."""
     kernels = {"base": base.get_function(w.kernels[0]), "head": head.get_function(w.kernels[0])}
     blocks = min(MAX_BLOCKS, (w.n // 4 + THREADS - 1) // THREADS)
-    x = cp.random.RandomState(1).standard_normal(w.n, dtype=cp.float32)
-    pad = cp.zeros(w.n, dtype=cp.float32)
-    y = cp.empty(w.n, dtype=cp.float32)
-    args = (x, pad, y, np.int64(w.n // 4))
-    launch = {
-        side: functools.partial(kernel, (blocks,), (THREADS,), args)
-        for side, kernel in kernels.items()
-    }
-
-    def sample(side: str) -> float:
-        if w.timing_method == "cupti":
-            return cupti.time_us(launch[side], flush, cp)
-        return events_us(launch[side])
-
-    for side in launch:
-        for _ in range(WARMUP):
-            launch[side]()
-    cp.cuda.Device().synchronize()
+    rng = np.random.default_rng()
     taken: dict[str, list[float]] = {"base": [], "head": []}
-    for r in range(ROUNDS):
-        order = ("base", "head") if r % 2 == 0 else ("head", "base")
-        for side in order:
-            taken[side] += [sample(side) for _ in range(SAMPLES)]
-    b, h = central(taken["base"]), central(taken["head"])
-    return {"base_us": b, "head_us": h, "change": h / b - 1}
+    pool, held = cp.get_default_memory_pool(), []
+    for _ in range(PLACEMENTS):
+        pool.free_all_blocks()  # fresh pages, not the chunks earlier workloads left cached
+        filler = cp.empty(int(rng.integers(1, FILLER_MAX_BYTES >> 16)) << 16, dtype=cp.uint8)
+        x = cp.random.RandomState(1).standard_normal(w.n, dtype=cp.float32)
+        pad = cp.zeros(w.n, dtype=cp.float32)
+        y = cp.empty(w.n, dtype=cp.float32)
+        held.append((filler, x, pad, y))  # until the last placement: the next ones go elsewhere
+        args = (x, pad, y, np.int64(w.n // 4))
+        launch = {
+            side: functools.partial(kernel, (blocks,), (THREADS,), args)
+            for side, kernel in kernels.items()
+        }
+
+        def sample(side: str, launch: dict[str, Any] = launch) -> float:
+            if w.timing_method == "cupti":
+                return cupti.time_us(launch[side], flush, cp)
+            return events_us(launch[side])
+
+        for side in launch:
+            for _ in range(WARMUP):
+                launch[side]()
+        cp.cuda.Device().synchronize()
+        for r in range(ROUNDS):
+            order = ("base", "head") if r % 2 == 0 else ("head", "base")
+            for side in order:
+                taken[side] += [round(sample(side), 4) for _ in range(SAMPLES)]
+    del held
+    pool.free_all_blocks()
+    b, h = float(np.median(taken["base"])), float(np.median(taken["head"]))
+    return {"base_us": b, "head_us": h, "change": h / b - 1, **taken}
 
 
 def central(samples: list[float]) -> float:
@@ -148,17 +164,20 @@ def central(samples: list[float]) -> float:
 
 
 def combine(processes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per pair and workload: the mean change over the processes, and its spread."""
+    """Per pair and workload: the change between the medians of all the processes' samples,
+    and each process's own change (how well the instrument knows it)."""
     out: dict[str, Any] = {}
     for pair, rows in processes[0].items():
         out[pair] = {}
         for wid in rows:
-            changes = [p[pair][wid]["change"] for p in processes]
+            mine = [p[pair][wid] for p in processes]
+            b = float(np.median(np.concatenate([m["base"] for m in mine])))
+            h = float(np.median(np.concatenate([m["head"] for m in mine])))
             out[pair][wid] = {
-                "change": float(np.mean(changes)),
-                "placement_changes": changes,
-                "base_us": float(np.mean([p[pair][wid]["base_us"] for p in processes])),
-                "head_us": float(np.mean([p[pair][wid]["head_us"] for p in processes])),
+                "change": h / b - 1,
+                "placement_changes": [m["change"] for m in mine],  # per process
+                "base_us": b,
+                "head_us": h,
             }
     return out
 

@@ -2,7 +2,7 @@
 
 Timing: every selected workload that passed correctness is timed in the suite's [timing]
 processes, one after the other. A short launch (one that every one of those processes sampled
-on several placements in memory, runner.sampling.PLACEMENTS: a GPU launch of at most
+on several placements in memory, runner.sampling.placements: a GPU launch of at most
 PLACEMENTS_MAX_US, not power-capped), whether CUDA events or CUPTI time it, is then timed in
 more processes, up to $KERNELWATCH_SHORT_PROCESSES in all (default: SHORT_PROCESSES_FACTOR x
 the suite's processes). Such a launch keeps an offset per process that no move inside the

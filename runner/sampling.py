@@ -35,29 +35,32 @@ THROTTLED_SAMPLE_SECONDS = 0.2
 # memory moved gemm_fwd 1024^3 (split-K, registers spilled) and gemm_bwd 256^3 (4 blocks a
 # kernel) by 0.5-0.9% (back and forth between two placements), a new instance moved gemm_bwd
 # 256^3 by up to 1.2%, a new L2 flush buffer went with +0.8-1.5% for cuBLAS 1024^3 in 4 of 8
-# processes. With one placement per process, the run's median (three processes) came out 1-1.8%
-# apart between runs for one workload or another. So a short launch (a synchronized launch of at
-# most PLACEMENTS_MAX_US on the host) is sampled in PLACEMENTS rounds of as many samples each,
-# every round after the first on fresh placements: a new instance of the workload (inputs,
-# outputs, scratch; the earlier ones stay allocated until the last round, so the new one lands
-# elsewhere), the next L2 flush buffer of a ring and a new backing store of local memory
-# (GpuTimers.relocate). Moving local memory slows the next launches (2-4% for ~2 ms), so each
-# new round first drops ROUND_SETTLE_SAMPLES samples over at least ROUND_SETTLE_SECONDS. The
-# first round's stop rule decides how many samples each round takes (its time and sample caps
-# are 1/PLACEMENTS of the suite's), so that every placement weighs the same; an even PLACEMENTS
-# gives each of the two local-memory placements half of them. A launch sampled paced
-# (power-capped, below) keeps one placement: its samples are dear. What none of these moves is
-# an offset per process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS
-# 1024^3): only more processes average that (runner.pipeline times a short launch in twice the
-# suite's processes). Loading the kernel modules again (new code addresses) toggles the same two
-# states as a move of local memory, and fresh local memory that cannot go back to the freed
-# region (a filler holds it) stays in the first state: neither moves that offset. With the
-# processes doing the averaging, two placements (one toggle of local memory) per process are
-# enough: 6 placements in 6 processes came out no closer between runs than 2 (largest
-# difference 0.73% vs 0.82% over 16 workloads of >= 50 us, same pair of runs), at a third of
-# the sampling.
+# processes. Below ~50 us it is far more: a ~4 us streaming kernel took 4.0-4.6 us by where its
+# buffers sat, and a change that made it read 45% more bytes cost +29% to +48% by placement
+# (sd 6 points over 32 placements; benchmarks/short_timing.py --placements 8, 2026-11-26).
+# So a short launch (a synchronized launch of at most PLACEMENTS_MAX_US on the host) is sampled
+# in several rounds of as many samples each, every round after the first on a fresh placement: a
+# new instance of the workload (inputs, outputs, scratch; the earlier ones stay allocated until
+# the last round) and the next L2 flush buffer of a ring (GpuTimers.relocate). A launch of at
+# most SHORT_PLACEMENTS_MAX_US gets SHORT_PLACEMENTS rounds, each instance on fresh memory
+# behind a filler of a random size (GpuTimers.filler): drawn at random, not the same in every
+# process, so that the run's median averages over ~100 placements (with the processes of
+# runner.pipeline) instead of resting on the same few each time. A longer one gets PLACEMENTS
+# rounds where the allocator puts them (the same in every process: runs of >= 50 us launches
+# stay within 1% of each other). Halfway through, the context's local memory moves too
+# (a new backing store, GpuTimers.relocate_local_memory), so that each of its two states weighs
+# half; the launches just after such a move run slower (2-4% for ~2 ms), so that round first
+# drops ROUND_SETTLE_SAMPLES samples over at least ROUND_SETTLE_SECONDS. The first round's stop
+# rule decides how many samples each round takes (its time and sample caps are 1/rounds of the
+# suite's), so that every placement weighs the same. A launch sampled paced (power-capped,
+# below) keeps one placement: its samples are dear. What none of these moves is an offset per
+# process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS 1024^3): only
+# more processes average that (runner.pipeline times a short launch in twice the suite's
+# processes).
 PLACEMENTS = 2
 PLACEMENTS_MAX_US = 2000.0
+SHORT_PLACEMENTS = 16
+SHORT_PLACEMENTS_MAX_US = 50.0
 ROUND_WARMUPS = 3
 ROUND_SETTLE_SAMPLES = 10
 ROUND_SETTLE_SECONDS = 0.01
@@ -229,6 +232,7 @@ def time_workload(
         timer = select_timer(timers, method, sample_with)
         rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
         take = paced if capped else sample_with
+        rng = np.random.default_rng()  # other placements in every process: SHORT_PLACEMENTS
         watch.start()
         timer.begin()
         try:
@@ -238,14 +242,17 @@ def time_workload(
                 min_seconds=THROTTLED_SAMPLE_SECONDS if capped else 0.0,
             )
             per_round, placed = len(samples), 1
-            for _ in range(rounds - 1):
+            for round_ in range(1, rounds):
+                local_memory = round_ == rounds // 2  # its second state for the second half
                 timer.end()  # the new placement's warm-up is no sample (CUPTI: not recorded)
-                fresh = relocate(w, seed, inputs, timers, held)
+                anywhere = rng if rounds == SHORT_PLACEMENTS else None
+                fresh = relocate(w, seed, inputs, timers, held, anywhere, local_memory)
                 timer.begin()
                 if fresh is None:
                     break
                 current[0] = fresh
-                settle(lambda: take(timer))
+                if local_memory:
+                    settle(lambda: take(timer))
                 samples.extend(take(timer, watch.during) for _ in range(per_round))
                 placed += 1
         finally:
@@ -262,7 +269,9 @@ def time_workload(
         traced = _trace(instance, timers) if trace else None
     finally:
         for each in held:
-            each.close()
+            close = getattr(each, "close", None)  # fillers have none: dropped with `held`
+            if close is not None:
+                close()
     return {
         **({"timeline": traced} if traced else {}),
         "samples": samples,
@@ -288,11 +297,15 @@ def settle(sample: Callable[[], float], clock: Callable[[], float] = time.monoto
 
 
 def placements(timers: Any, host_us: float) -> int:
-    """How many placements a launch is sampled on: PLACEMENTS for a GPU launch of at most
-    PLACEMENTS_MAX_US (host time of a synchronized launch), else 1 (a long launch spreads
-    over the whole memory and every multiprocessor by itself, and its samples are dear)."""
-    movable = hasattr(timers, "relocate")
-    return PLACEMENTS if movable and host_us <= PLACEMENTS_MAX_US else 1
+    """How many placements a launch is sampled on, by the host time of a synchronized launch:
+    SHORT_PLACEMENTS up to SHORT_PLACEMENTS_MAX_US, PLACEMENTS up to PLACEMENTS_MAX_US, else 1
+    (a long launch spreads over the whole memory and every multiprocessor by itself, and its
+    samples are dear). CPU suites: 1."""
+    if not hasattr(timers, "relocate"):
+        return 1
+    if host_us <= SHORT_PLACEMENTS_MAX_US:
+        return SHORT_PLACEMENTS
+    return PLACEMENTS if host_us <= PLACEMENTS_MAX_US else 1
 
 
 def round_timing(timing: Timing, rounds: int) -> Timing:
@@ -306,11 +319,25 @@ def round_timing(timing: Timing, rounds: int) -> Timing:
     )
 
 
-def relocate(w: Any, seed: int, inputs: str | None, timers: Any, held: list[Any]) -> Any | None:
+def relocate(
+    w: Any,
+    seed: int,
+    inputs: str | None,
+    timers: Any,
+    held: list[Any],
+    rng: Any | None,
+    local_memory: bool,
+) -> Any | None:
     """A fresh placement: a new instance of `w` (appended to `held`, so that the earlier ones
-    keep their memory and the new one gets other addresses), the next flush buffer and a new
-    backing store of local memory (timers.relocate), warmed up by ROUND_WARMUPS launches; None
-    where the GPU has no memory for another instance."""
+    keep their memory and the new one gets other addresses), with `rng` on fresh memory behind
+    a filler of a random size (GpuTimers.filler, held too), the next flush buffer and, with
+    `local_memory`, a new backing store of local memory (timers.relocate), warmed up by
+    ROUND_WARMUPS launches; None where the GPU has no memory for another instance. Without
+    `rng` (launches of up to PLACEMENTS_MAX_US) the instance comes where the allocator puts
+    it: the same places in every process, which keeps their runs alike."""
+    filler = timers.filler(rng) if rng is not None else None
+    if filler is not None:
+        held.append(filler)
     try:
         fresh = prepare(w, seed, inputs)
     except Exception as exc:  # out of memory: the placements taken so far
@@ -318,7 +345,7 @@ def relocate(w: Any, seed: int, inputs: str | None, timers: Any, held: list[Any]
             return None
         raise
     held.append(fresh)
-    timers.relocate()
+    timers.relocate(local_memory)
     reset = getattr(fresh, "reset", None)
     for _ in range(ROUND_WARMUPS):
         if reset is not None:

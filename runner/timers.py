@@ -12,6 +12,7 @@ workload_method), never chosen from a measurement.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import time
 from collections.abc import Callable, Iterable
@@ -22,6 +23,8 @@ STACK_SIZE_LIMIT = 0  # cudaLimitStackSize
 STACK_STEP = 64  # bytes per thread between two placements of local memory
 STACK_STEPS = 8  # then back to the first step above the context's own size
 FLUSH_BUFFERS = 3  # the ring of L2 flush buffers (L2Flush.move)
+FILLER_MAX_BYTES = 192 << 20  # a placement's filler (GpuTimers.filler): 0 to this many bytes,
+FILLER_STEP = 64 << 10  # in steps of this many
 OWN_KERNELS = "kernelwatch_"  # the runner's own kernels, never part of a measurement
 BLOCK_TIMEOUT_NS = 200_000_000
 
@@ -286,12 +289,31 @@ class GpuTimers:
         self.relocations = 0
         self.relocate_error = ""
 
-    def relocate(self) -> None:
+    def relocate(self, local_memory: bool = True) -> None:
         """Other physical places for what a cold sample touches besides the workload's own
-        buffers: the next L2 flush buffer (L2Flush.move) and a new backing store of local
-        memory (relocate_local_memory)."""
+        buffers: the next L2 flush buffer (L2Flush.move) and, with `local_memory`, a new
+        backing store of local memory (relocate_local_memory)."""
         self.flush.move()
-        self.relocate_local_memory()
+        if local_memory:
+            self.relocate_local_memory()
+
+    def filler(self, rng: Any) -> Any | None:
+        """Fresh memory at a random place for the buffers allocated next: CuPy's pool gives
+        its cached blocks back to the driver (otherwise the next buffers come out of the same
+        few chunks, the same physical pages, that the process's earlier workloads left, and
+        every placement of a process shares their offset: on the H100, 4 us kernels sat up to
+        9% apart from one process to the next, all of a process's short kernels alike), then
+        an allocation of a random size (0 to FILLER_MAX_BYTES) takes the first of the pages
+        that come. Returned to be held while the buffers after it are; None where there is no
+        memory for it."""
+        nbytes = int(rng.integers(0, FILLER_MAX_BYTES // FILLER_STEP + 1)) * FILLER_STEP
+        cp = self.flush.cp
+        with contextlib.suppress(Exception):  # not CuPy's own pool: the offset alone
+            cp.get_default_memory_pool().free_all_blocks()
+        try:
+            return cp.empty(max(nbytes, 1), dtype=cp.uint8)
+        except Exception:  # out of memory: the placement without its offset
+            return None
 
     def relocate_local_memory(self) -> bool:
         """A new backing store for the context's local memory (the stack frames where kernels

@@ -8,12 +8,22 @@ import statistics
 from types import SimpleNamespace
 from typing import Any
 
+import numpy
 import pytest
 
 from runner import sampling
 from runner.sampling import placements, round_timing, time_workload
 from runner.suite import Timing
-from runner.timers import FLUSH_BUFFERS, STACK_STEP, STACK_STEPS, GpuTimers, HostTimers, L2Flush
+from runner.timers import (
+    FILLER_MAX_BYTES,
+    FILLER_STEP,
+    FLUSH_BUFFERS,
+    STACK_STEP,
+    STACK_STEPS,
+    GpuTimers,
+    HostTimers,
+    L2Flush,
+)
 
 
 class Instance:
@@ -82,9 +92,13 @@ class FakeGpuTimers:
     def cupti_works(self, sample: Any) -> bool:
         return False
 
-    def relocate(self) -> None:
+    def relocate(self, local_memory: bool = True) -> None:
         self.relocations += 1
-        self.log.append("relocate")
+        self.log.append("relocate local memory" if local_memory else "relocate")
+
+    def filler(self, rng: Any) -> str:
+        self.log.append(f"filler {int(rng.integers(0, 1 << 30))}")
+        return "filler"
 
 
 class Watch:
@@ -120,7 +134,7 @@ def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
     w = Workload()
     timers = FakeGpuTimers(w.log)
     out = time_workload(w, timers, "cuda_events", TIMING, 0, Watch())
-    samples, rounds = out["samples"], sampling.PLACEMENTS
+    samples, rounds = out["samples"], sampling.SHORT_PLACEMENTS  # a fake launch takes no time
     # round 1 stops at 10 samples (no spread); each later placement takes as many
     assert len(samples) == 10 * rounds
     assert [samples.count(100.0 + i) for i in range(rounds)] == [10] * rounds
@@ -132,22 +146,50 @@ def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
     first_close = w.log.index("close 0")
     assert all(f"launch {i}" in w.log[:first_close] for i in range(rounds))
     assert w.log[first_close:] == [f"close {i}" for i in range(rounds)]
-    # a new placement: relocated, warmed up, then settling samples that are dropped
-    last = f"launch {rounds - 1}"
-    assert w.log.count(last) == sampling.ROUND_WARMUPS + sampling.ROUND_SETTLE_SAMPLES + 10
+    # each new placement sits behind a filler of a random size, one drawn per placement
+    fillers = [line for line in w.log if line.startswith("filler")]
+    assert len(fillers) == rounds - 1 and len(set(fillers)) == rounds - 1
+    # local memory moves once, halfway: each of its two states weighs half
+    moved = w.log.index("relocate local memory")
+    assert w.log.count("relocate local memory") == 1
+    assert w.log[: moved + 1].count("relocate") == rounds // 2 - 1
+    # after that move, settling samples that are dropped; after the others, none
+    halfway, last = f"launch {rounds // 2}", f"launch {rounds - 1}"
+    assert w.log.count(halfway) == sampling.ROUND_WARMUPS + sampling.ROUND_SETTLE_SAMPLES + 10
+    assert w.log.count(last) == sampling.ROUND_WARMUPS + 10
     assert w.log[w.log.index(last) - 1] == "relocate"
     # the warm-up launches are never samples: the timer is ended around them
-    settling = (rounds - 1) * sampling.ROUND_SETTLE_SAMPLES
-    assert timers.events.while_active == len(samples) + settling
+    assert timers.events.while_active == len(samples) + sampling.ROUND_SETTLE_SAMPLES
+
+
+def test_placements_differ_from_process_to_process() -> None:
+    logs = []
+    for _ in range(2):
+        w = Workload()
+        time_workload(w, FakeGpuTimers(w.log), "cuda_events", TIMING, 0, Watch())
+        logs.append([line for line in w.log if line.startswith("filler")])
+    assert logs[0] != logs[1]  # drawn afresh, not the same sequence in every process
 
 
 def test_a_run_median_no_longer_rests_on_one_placement() -> None:
     w = Workload()
     out = time_workload(w, FakeGpuTimers(w.log), "cuda_events", TIMING, 0, Watch())
-    # one placement alone would give 100.0; all of them give the middle of 100..105
-    top = 100.0 + sampling.PLACEMENTS - 1
+    # one placement alone would give 100.0; all of them give the middle of 100..115
+    top = 100.0 + sampling.SHORT_PLACEMENTS - 1
     assert statistics.median(out["samples"]) == pytest.approx((100.0 + top) / 2)
-    assert sampling.PLACEMENTS % 2 == 0  # each of two local-memory placements gets half
+    assert sampling.SHORT_PLACEMENTS % 2 == 0  # each of two local-memory states gets half
+    assert sampling.PLACEMENTS % 2 == 0
+
+
+def test_a_launch_of_up_to_2_ms_gets_two_placements(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "SHORT_PLACEMENTS_MAX_US", -1.0)
+    w = Workload()
+    timers = FakeGpuTimers(w.log)
+    out = time_workload(w, timers, "cuda_events", TIMING, 0, Watch())
+    assert sorted(set(out["samples"])) == [100.0, 101.0] and len(out["samples"]) == 20
+    assert w.log.count("relocate local memory") == 1 and timers.relocations == 1
+    assert not any(line.startswith("filler") for line in w.log)  # where the allocator puts it
+    assert w.log.count("launch 1") == sampling.ROUND_WARMUPS + sampling.ROUND_SETTLE_SAMPLES + 10
 
 
 def test_settling_takes_enough_samples_over_enough_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,6 +228,7 @@ def test_a_throttled_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_long_launch_keeps_one_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sampling, "SHORT_PLACEMENTS_MAX_US", -1.0)
     monkeypatch.setattr(sampling, "PLACEMENTS_MAX_US", -1.0)
     w = Workload()
     timers = FakeGpuTimers(w.log)
@@ -205,6 +248,7 @@ def test_no_memory_for_another_placement_keeps_the_ones_taken() -> None:
 
 def test_placements_only_for_short_launches_on_a_gpu() -> None:
     gpu = FakeGpuTimers([])
+    assert placements(gpu, 5.0) == placements(gpu, 50.0) == sampling.SHORT_PLACEMENTS
     assert placements(gpu, 150.0) == sampling.PLACEMENTS
     assert placements(gpu, sampling.PLACEMENTS_MAX_US + 1) == 1
     assert placements(HostTimers(), 10.0) == 1  # CPU suites: host clocks, one placement
@@ -308,3 +352,28 @@ def test_relocating_moves_the_flush_and_local_memory() -> None:
     timers.relocate()
     timers.relocate()
     assert len(moved) == 2 and runtime.limit == 1024 + 2 * STACK_STEP
+    timers.relocate(local_memory=False)
+    assert len(moved) == 3 and runtime.limit == 1024 + 2 * STACK_STEP
+
+
+def test_a_filler_of_a_random_size_on_fresh_memory() -> None:
+    cp = SimpleNamespace(uint8="uint8", sizes=[], log=[])
+    cp.empty = lambda nbytes, dtype: cp.log.append("empty") or cp.sizes.append(nbytes)
+    pool = SimpleNamespace(free_all_blocks=lambda: cp.log.append("free cached blocks"))
+    cp.get_default_memory_pool = lambda: pool
+    timers = object.__new__(GpuTimers)
+    timers.flush = SimpleNamespace(cp=cp)
+    rng = numpy.random.default_rng(1)
+    for _ in range(50):
+        timers.filler(rng)
+    assert all(0 < n <= FILLER_MAX_BYTES and n % FILLER_STEP in (0, 1) for n in cp.sizes)
+    assert len(set(cp.sizes)) > 40  # spread over the range, not a few sizes
+    # the pool's cached blocks go back first: the filler and the buffers after it take fresh
+    # pages, not the chunks the process's earlier workloads left
+    assert cp.log[:4] == ["free cached blocks", "empty"] * 2
+
+    def no_memory(nbytes: int, dtype: str) -> None:
+        raise MemoryError("out of memory allocating")
+
+    cp.empty = no_memory
+    assert timers.filler(rng) is None  # the placement goes on without its offset
