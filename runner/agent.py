@@ -11,8 +11,9 @@ backoff and jitter, and claims nothing.
 job's stop event is set and `run_job` either finishes (the result is posted) or raises
 `JobInterrupted` (the job is released back to the queue, the attempt uncounted). A second stop
 releases the job at once without waiting for `run_job`. A `HostError` from `run_job` (the GPU
-stack is gone) is the host's fault, not the job's: the job is released, never failed, and the
-agent stops claiming and exits with EXIT_HOST.
+stack is gone) is the host's fault, not the job's: the job is released, never failed, the agent
+reports the host unhealthy to the service (which gives the runner no job until it registers
+again), stops claiming and exits with EXIT_HOST.
 """
 
 from __future__ import annotations
@@ -218,8 +219,9 @@ class Agent:
         elif isinstance(job.error, JobInterrupted):
             self._release(job, "the job was interrupted")
         elif isinstance(job.error, HostError):
-            # The host, not the job: hand it back for a healthy runner, and claim no more.
+            # The host, not the job: hand it back for a healthy runner, say so, claim no more.
             self._release(job, f"this host cannot run jobs: {job.error}")
+            self._report_unhealthy(str(job.error))
             self.log.error("stopping: %s", job.error)
             self.host_fault = str(job.error)
             self._stopping.set()
@@ -288,6 +290,14 @@ class Agent:
                 self._postpone_flush(exc)
             else:
                 self.log.error("run %s of job %s is lost: %s", run_id, job.job_id, exc)
+
+    def _report_unhealthy(self, reason: str) -> None:
+        try:
+            self.client.report_unhealthy(reason)
+        except ServiceError as exc:  # the agent stops either way; the service may not know
+            self.log.warning("could not tell the service this host is unhealthy: %s", exc)
+        else:
+            self.log.info("told the service this host cannot run jobs")
 
     def _fail(self, job: _Job) -> None:
         self.log.error("job %s failed; requeueing it:\n%s", job.job_id, job.log_tail)

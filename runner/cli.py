@@ -39,6 +39,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return args.handler(args)
 
 
+def _tell_unhealthy(server: str, token: str, reason: str) -> str:
+    """Best effort: the service marks the runner unhealthy (shown on its overview page) until
+    the agent registers again; a line saying whether it was told."""
+    try:
+        from runner.client import ServiceClient, ServiceError
+    except ImportError as exc:  # httpx missing: one of the failed checks already says so
+        return f"the service was not told ({exc})"
+    client = ServiceClient(server, token, timeout=5)
+    try:
+        client.report_unhealthy(reason)
+    except ServiceError as exc:
+        return f"the service was not told ({exc})"
+    finally:
+        client.close()
+    return "the service shows this runner as unhealthy until an agent starts on a healthy host"
+
+
 def _fail(command: str, message: str) -> int:
     print(f"{PROG} {command}: error: {message}", file=sys.stderr)
     return 2
@@ -153,6 +170,8 @@ def _agent(args: argparse.Namespace) -> int:
     if problems:
         for check in problems:
             print(f"{PROG} agent: {check.line}", file=sys.stderr)
+        told = _tell_unhealthy(args.server, args.token, "; ".join(c.line for c in problems))
+        print(f"{PROG} agent: {told}", file=sys.stderr)
         return _fail("agent", "this host cannot run jobs: fix the above (kernelwatch-runner "
                      "doctor checks it all), then start again")  # fmt: skip
     from runner import environment  # the runner's own dependencies, checked above

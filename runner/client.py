@@ -46,7 +46,8 @@ class ServiceRefused(ServiceError):
 
 
 class ServiceClient:
-    """A runner's calls: register, heartbeat, claim, lease, fail, release and post a run."""
+    """A runner's calls: register, heartbeat, health, claim, lease, fail, release and post a
+    run."""
 
     def __init__(
         self,
@@ -89,6 +90,12 @@ class ServiceClient:
 
     def heartbeat(self) -> dict:
         return self._call("POST", "/api/v1/runners/heartbeat")
+
+    def report_unhealthy(self, reason: str) -> dict:
+        """Tell the service this host cannot run jobs: it gives the runner none until the
+        runner registers again (an agent does at start, once its host checks pass)."""
+        body = {"healthy": False, "reason": reason[-2000:]}
+        return self._call("POST", "/api/v1/runners/health", body)
 
     def claim(self) -> dict | None:
         """`{"job", "clone_url", "attempt_token"}`, or None when nothing is queued for us."""

@@ -25,3 +25,8 @@ class Runner(Base):
     current_job_id: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     last_seen_at: Mapped[datetime | None]
+    # Set by the runner itself when its host cannot run jobs (the GPU gone, the CUDA stack
+    # broken): it is given no job until it registers again, which it does once its host
+    # checks pass.
+    unhealthy_since: Mapped[datetime | None]
+    unhealthy_reason: Mapped[str] = mapped_column(String(2000), default="", server_default="")

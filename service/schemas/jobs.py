@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from service.models import Job, Runner
 from service.schemas.text import StorableText
@@ -102,6 +102,21 @@ class RunnerRegister(StorableText):
     environment: dict[str, Any] = Field(default_factory=dict)
 
 
+class RunnerHealth(StorableText):
+    """What a runner says of its host: healthy, or not with the reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    healthy: bool
+    reason: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+    @model_validator(mode="after")
+    def _reason_when_unhealthy(self) -> RunnerHealth:
+        if not self.healthy and not self.reason.strip():
+            raise ValueError("reason: say what is wrong with the host (e.g. the failing check)")
+        return self
+
+
 class RunnerPublic(BaseModel):
     name: str
     host: str
@@ -110,6 +125,9 @@ class RunnerPublic(BaseModel):
     current_job_id: int | None
     revoked: bool
     environment: dict[str, Any]
+    healthy: bool = Field(description="false once the runner said its host cannot run jobs")
+    unhealthy_since: datetime | None = None
+    unhealthy_reason: str = ""
 
     @classmethod
     def of(cls, runner: Runner) -> RunnerPublic:
@@ -121,4 +139,7 @@ class RunnerPublic(BaseModel):
             current_job_id=runner.current_job_id,
             revoked=runner.revoked_at is not None,
             environment=runner.environment,
+            healthy=runner.unhealthy_since is None,
+            unhealthy_since=runner.unhealthy_since,
+            unhealthy_reason=runner.unhealthy_reason or "",
         )

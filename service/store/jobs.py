@@ -96,8 +96,16 @@ def claim(session: Session, runner: Runner, lease_seconds: int) -> Claim | None:
     One UPDATE ... WHERE id = (SELECT ... LIMIT 1) RETURNING: on PostgreSQL the sub-select takes
     FOR UPDATE SKIP LOCKED so concurrent claimers pass over each other's rows; on SQLite the
     single statement runs under the database write lock, and `state = 'queued'` in the outer
-    WHERE makes it a compare-and-set.
+    WHERE makes it a compare-and-set. A runner that reported its host unhealthy gets 409.
     """
+    if runner.unhealthy_since is not None:
+        since = runner.unhealthy_since.isoformat(timespec="seconds")
+        raise ApiError(
+            409,
+            f"runner {runner.name} reported at {since} that its host cannot run jobs "
+            f"({runner.unhealthy_reason}); it is given jobs again once it registers "
+            "(an agent does at start, after its host checks pass)",
+        )
     now = utcnow()
     candidate = (
         select(Job.id)

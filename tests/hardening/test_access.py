@@ -157,6 +157,7 @@ def test_a_revoked_runner_token_is_refused_and_a_new_one_works(
         for method, path, body in [
             ("POST", "/api/v1/jobs/claim", None),
             ("POST", "/api/v1/runners/heartbeat", None),
+            ("POST", "/api/v1/runners/health", {"healthy": False, "reason": "gone"}),
             ("POST", f"/api/v1/jobs/{job_id}/lease", attempt),
             ("POST", f"/api/v1/jobs/{job_id}/fail", attempt),
             ("POST", "/api/v1/runs", document(commit="j0")),

@@ -201,6 +201,9 @@ def test_a_host_fault_releases_the_job_and_stops_claiming(
         job = job_row(engine, job_id)
         assert (job.state, job.attempt, job.runner_id) == ("queued", 0, None), job
         assert not job.failure
+    runner = runner_row(engine)  # the service marks it, so that a person sees it
+    assert runner.unhealthy_since is not None
+    assert "gpu missing: no device" in runner.unhealthy_reason
 
 
 @contextmanager

@@ -113,13 +113,47 @@ def test_an_agent_on_a_broken_gpu_host_refuses_before_any_claim(
 
     monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)  # NVML sees a GPU...
     monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
-    # ...and the service is never asked: a closed port would be retried forever otherwise.
+    # ...and the service is told once, best effort, never asked for work: a closed port would
+    # be retried forever otherwise.
     code = cli.main(["agent", "--server", "http://127.0.0.1:9", "--token", "kwr_x",
                      "--cache", str(tmp_path)])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2
     assert "kernelwatch-runner agent: missing cupy" in err
+    assert "the service was not told (" in err
     assert "this host cannot run jobs" in err and "Traceback" not in err
+
+
+def test_a_refusing_agent_marks_its_runner_unhealthy_until_one_starts_healthy(
+    server: LiveServer,
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    from runner import gpuinfo
+    from tests.service.test_queue import make_jobs
+
+    token = make_runner(engine, "h100-a", {"gpu": "h100"})
+    make_jobs(engine, 1, {"gpu": "h100"})
+    monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)
+    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
+    code = cli.main(["agent", "--server", server.url, "--token", token, "--cache",
+                     str(tmp_path)])  # fmt: skip
+    assert code == 2
+    assert "the service shows this runner as unhealthy" in capsys.readouterr().err
+    with server.client(token) as client:
+        runner = client.get("/api/v1/runners").json()[0]
+        assert not runner["healthy"] and runner["unhealthy_since"]
+        assert "missing cupy" in runner["unhealthy_reason"]
+        refused = client.post("/api/v1/jobs/claim")  # an older agent that claims regardless
+        assert refused.status_code == 409 and "cannot run jobs" in refused.json()["detail"]
+        page = client.get("/")
+        assert "unhealthy since" in page.text and "missing cupy" in page.text
+        # an agent that starts on a healthy host registers: the mark goes, jobs come again
+        client.post("/api/v1/runners/register", json={"host": "gpu-host-01"})
+        assert client.get("/api/v1/runners").json()[0]["healthy"]
+        assert client.post("/api/v1/jobs/claim").status_code == 200
 
 
 def test_list_and_every_help_work_without_cupy() -> None:

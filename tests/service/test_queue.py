@@ -302,3 +302,31 @@ def test_reaper_runs_in_the_background(settings: Settings, engine: Engine) -> No
             deadline.wait(0.1)
     with engine.connect() as conn:
         assert conn.execute(select(Job.state)).scalar_one() == "queued"
+
+
+def test_a_runner_reports_its_health_and_an_unhealthy_one_gets_no_job(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    token = make_runner(engine, "h100-a")
+    make_jobs(engine, 1)
+    with server.client(token) as client:
+        vague = client.post("/api/v1/runners/health", json={"healthy": False, "reason": " "})
+        assert vague.status_code == 422 and "reason" in vague.text
+        sick = client.post(
+            "/api/v1/runners/health",
+            json={"healthy": False, "reason": "gpu missing: cudaErrorNoDevice"},
+        )
+        assert sick.status_code == 200 and not sick.json()["healthy"]
+        since = sick.json()["unhealthy_since"]
+        again = client.post("/api/v1/runners/health", json={"healthy": False, "reason": "still"})
+        assert again.json()["unhealthy_since"] == since  # since the first report
+        refused = client.post("/api/v1/jobs/claim")
+        assert refused.status_code == 409 and "still" in refused.json()["detail"]
+        listed = admin.get("/api/v1/runners").json()[0]
+        assert (listed["healthy"], listed["unhealthy_reason"]) == (False, "still")
+        well = client.post("/api/v1/runners/health", json={"healthy": True})
+        assert well.json()["healthy"] and well.json()["unhealthy_since"] is None
+        assert claim(client) is not None
+    with engine.connect() as conn:
+        running = select(func.count()).select_from(Job).where(Job.state == "running")
+        assert conn.execute(running).scalar_one() == 1

@@ -1,4 +1,4 @@
-"""GPU runners: registration, heartbeats and the list of them."""
+"""GPU runners: registration, heartbeats, health and the list of them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from sqlalchemy import select
 from service.api.deps import RunnerDep, SessionDep
 from service.models import Runner
 from service.models.base import utcnow
-from service.schemas.jobs import RunnerPublic, RunnerRegister
+from service.schemas.jobs import RunnerHealth, RunnerPublic, RunnerRegister
 
 router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
 
@@ -21,6 +21,8 @@ def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> Ru
     # Labels given at token creation stay; the runner may add what it detects.
     runner.labels = {**body.labels, **runner.labels}
     runner.last_seen_at = utcnow()
+    # An agent registers once its host checks have passed: an earlier fault is over.
+    runner.unhealthy_since, runner.unhealthy_reason = None, ""
     public = RunnerPublic.of(runner)
     session.commit()
     return public
@@ -30,6 +32,21 @@ def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> Ru
 def heartbeat(runner: RunnerDep, session: SessionDep) -> RunnerPublic:
     """Say the runner is alive (runner)."""
     runner.last_seen_at = utcnow()
+    public = RunnerPublic.of(runner)
+    session.commit()
+    return public
+
+
+@router.post("/health", response_model=RunnerPublic)
+def report_health(body: RunnerHealth, runner: RunnerDep, session: SessionDep) -> RunnerPublic:
+    """Say whether the runner's host can run jobs; an unhealthy runner is given none (runner)."""
+    now = utcnow()
+    runner.last_seen_at = now
+    if body.healthy:
+        runner.unhealthy_since, runner.unhealthy_reason = None, ""
+    else:
+        runner.unhealthy_since = runner.unhealthy_since or now
+        runner.unhealthy_reason = body.reason.strip()
     public = RunnerPublic.of(runner)
     session.commit()
     return public
