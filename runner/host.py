@@ -19,6 +19,12 @@ from runner.tools import find_nvcc, find_tool
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"  # clones, worktrees, the spool
 MIN_FREE_BYTES = 5 << 30  # a clone, a worktree and a build of a suite, with room to spare
 CUPY_INSTALL = "pip install 'kernelwatch[runner-cuda13]' (CUDA 13 driver) or '[runner-cuda12]'"
+NVIDIA_PARAMS = Path("/proc/driver/nvidia/params")  # the loaded driver's module options
+COUNTERS_FIX = (
+    "let every user read GPU counters: echo 'options nvidia "
+    "NVreg_RestrictProfilingToAdminUsers=0' | sudo tee /etc/modprobe.d/nvidia-profiling.conf, "
+    "then reboot (or run the agent as root)"
+)
 
 # What the child prints: the GPU as CUDA sees it, or why it cannot.
 _PROBE = r"""
@@ -134,6 +140,31 @@ def module_check(module: str, fix: str, required: bool = False) -> Check:
     return Check(module, "ok", "importable", required=required)
 
 
+def counters_check(params: Path = NVIDIA_PARAMS, euid: int | None = None) -> Check:
+    """Whether ncu may read the GPU's performance counters: the driver restricts them to admin
+    users by default on many distributions, and ncu then fails with ERR_NVGPUCTRPERM."""
+    euid = os.geteuid() if euid is None else euid
+    try:
+        text = params.read_text()
+    except OSError as exc:
+        detail = f"cannot tell ({params}: {exc.strerror or exc})"
+        return Check("counters", "missing", detail, COUNTERS_FIX, required=False)
+    restricted = any(
+        line.split(":", 1)[0].strip() == "RestrictProfilingToAdminUsers"
+        and line.split(":", 1)[1].strip() not in ("0", "")
+        for line in text.splitlines()
+        if ":" in line
+    )
+    if restricted and euid != 0:
+        detail = (
+            "only admin users may read GPU counters (RestrictProfilingToAdminUsers): ncu would "
+            "fail with ERR_NVGPUCTRPERM"
+        )
+        return Check("counters", "wrong", detail, COUNTERS_FIX, required=False)
+    who = "as root" if restricted else "for every user"
+    return Check("counters", "ok", f"ncu may read the GPU's counters ({who})", required=False)
+
+
 def disk_check(folder: Path, minimum: int = MIN_FREE_BYTES) -> Check:
     existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
     free = shutil.disk_usage(existing).free
@@ -156,6 +187,7 @@ def agent_checks(
                "install the CUDA toolkit (suites build their kernels with nvcc)", False),
         tool_check("ncu", "KERNELWATCH_NCU", NCU_CANDIDATES,
                    "install Nsight Compute: without it runs carry no counters", False),
+        counters_check(),
         module_check("cupti", "pip install cupti-python (kernel timelines, short launches)"),
     ]  # fmt: skip
     return [

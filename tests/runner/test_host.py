@@ -65,6 +65,7 @@ def test_git_and_disk_are_required_the_tools_optional(
     checks = agent_checks("cuda", tmp_path, gpu=lambda: H100, everything=True)
     by = {c.name: c for c in checks}
     assert by["ncu"].state == "missing" and not by["ncu"].required and by["ncu"].ok
+    assert not by["counters"].required
     assert can_run(checks)
     monkeypatch.setenv("PATH", str(tmp_path))  # no git on it
     checks = agent_checks("cpu", tmp_path)
@@ -72,6 +73,19 @@ def test_git_and_disk_are_required_the_tools_optional(
     assert not can_run(checks)
     full = host.disk_check(tmp_path, minimum=1 << 62)
     assert full.state == "wrong" and "GiB free under" in full.detail
+
+
+def test_counters_restricted_to_admins_are_named_with_the_fix(tmp_path: Path) -> None:
+    params = tmp_path / "params"
+    params.write_text("ResmanDebugLevel: 4294967295\nRestrictProfilingToAdminUsers: 1\n")
+    user = host.counters_check(params, euid=1000)
+    assert user.state == "wrong" and "ERR_NVGPUCTRPERM" in user.detail
+    assert "NVreg_RestrictProfilingToAdminUsers=0" in user.fix and not user.required
+    assert host.counters_check(params, euid=0).state == "ok"  # root may
+    params.write_text("RestrictProfilingToAdminUsers: 0\n")
+    assert host.counters_check(params, euid=1000).detail.endswith("(for every user)")
+    unknown = host.counters_check(tmp_path / "absent", euid=1000)
+    assert unknown.state == "missing" and unknown.ok  # optional: a host still runs without
 
 
 def test_doctor_says_one_line_per_check_and_exits_1_when_the_host_cannot_run(
@@ -166,3 +180,29 @@ def test_list_and_every_help_work_without_cupy() -> None:
         helped = subprocess.run([sys.executable, "-m", "runner.cli", command, "--help"],
                                 capture_output=True, text=True, cwd=ROOT)  # fmt: skip
         assert helped.returncode == 0 and "usage:" in helped.stdout, command
+
+
+def test_the_runner_host_page_says_what_the_code_does() -> None:
+    """docs/runner-host.md: its commands parse with the real CLIs, its extras exist, and its
+    systemd units keep down only on the exit code of a refused runner."""
+    import shlex
+    import tomllib
+
+    from runner.agent import EXIT_HOST, EXIT_REFUSED
+    from service.cli import build_parser as service_parser
+
+    page = (ROOT / "docs" / "runner-host.md").read_text()
+    lines = [line.strip().removeprefix("ExecStart=/opt/kernelwatch/bin/")
+             for line in page.replace("\\\n", " ").splitlines()]  # fmt: skip
+    commands = [line for line in lines if line.startswith(("kernelwatch-runner ", "kernelwatch "))]
+    assert len(commands) >= 5
+    for line in commands:
+        words = shlex.split(line.split("#")[0])
+        parser = cli.build_parser() if words[0] == "kernelwatch-runner" else service_parser()
+        parser.parse_args(words[1:])  # SystemExit(2) on an option that does not exist
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for extra in ("runner-cuda12", "runner-cuda13"):
+        assert extra in page and extra in extras["optional-dependencies"]
+    assert f"RestartPreventExitStatus={EXIT_REFUSED}" in page
+    assert f"exit with code {EXIT_HOST}" in page and "exit with code 2" in page
+    assert "ExecStart=/opt/kernelwatch/bin/kernelwatch-runner agent" in page
