@@ -178,13 +178,22 @@ def _agent(args: argparse.Namespace) -> int:
     from runner.agent import run_agent
     from runner.jobrun import make_run_job
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    console = None
+    if sys.stderr.isatty():  # a person watches: the log above, the job's progress bars below
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        console = Console(stderr=True)
+        handler: logging.Handler = RichHandler(console=console, show_path=False)
+        logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[handler])
+    else:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per claim poll otherwise
     try:
         return run_agent(
             args.server,
             args.token,
-            make_run_job(cache, args.only),
+            make_run_job(cache, args.only, console),
             spool_dir=args.spool,
             labels=labels,
             environment=environment.collect(device, {}),

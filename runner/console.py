@@ -41,7 +41,8 @@ class RichProgress(RunProgress):
 
     def advance(self, label: str, outcome: Outcome | None = None) -> None:
         mark = "" if outcome is None or outcome.status == "ok" else f" ({outcome.status})"
-        self.bars.update(self.task, advance=1, last=f"{label}{mark}")
+        # escaped: a workload id's "[m=4096]" is not rich markup
+        self.bars.update(self.task, advance=1, last=escape(f"{label}{mark}"))
 
     def log(self, line: str) -> None:
         if not self.console.is_terminal:

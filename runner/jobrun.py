@@ -1,7 +1,9 @@
-"""What the agent does with a claimed job: one pipeline run at the job's commit."""
+"""What the agent does with a claimed job: one pipeline run at the job's commit, its stages in
+the log and, on a terminal, as progress bars."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -49,7 +51,29 @@ class LogProgress(Progress):
         log.info("%s: %s", self.job, line)
 
 
-def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
+class TeeProgress(Progress):
+    """Every call to each of `parts`: the job's log lines, and bars where a person watches."""
+
+    def __init__(self, *parts: Progress) -> None:
+        self.parts = parts
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        for part in self.parts:
+            part.stage(name, total)
+
+    def advance(self, label: str, outcome: Outcome | None = None) -> None:
+        for part in self.parts:
+            part.advance(label, outcome)
+
+    def log(self, line: str) -> None:
+        for part in self.parts:
+            part.log(line)
+
+
+def make_run_job(cache_dir: Path, only: str | None = None, console: Any = None) -> RunJob:
+    """The agent's `run_job`; with `console` (a rich Console on a terminal) each job's stages are
+    drawn as progress bars too, below the log lines."""
+
     def run_job(claim: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         job = claim["job"]
         kind = job.get("kind", "run")
@@ -70,14 +94,21 @@ def make_run_job(cache_dir: Path, only: str | None = None) -> RunJob:
             stop=stop,
         )
         progress = LogProgress(job["id"])
-        if kind in ("confirm", "bisect"):
-            # A bisect job is a confirmation at one commit of the pushed range.
-            payload = job["payload"]
-            document = execute_confirmation(
-                request, payload["base_sha"], payload["workloads"], progress
-            )
-        else:
-            document = execute(request, progress)
+        bars = None
+        if console is not None and console.is_terminal:
+            from runner.console import RichProgress
+
+            bars = RichProgress(console)
+        with bars or contextlib.nullcontext():
+            shown = TeeProgress(progress, bars) if bars is not None else progress
+            if kind in ("confirm", "bisect"):
+                # A bisect job is a confirmation at one commit of the pushed range.
+                payload = job["payload"]
+                document = execute_confirmation(
+                    request, payload["base_sha"], payload["workloads"], shown
+                )
+            else:
+                document = execute(request, shown)
         progress.finished()
         return document
 

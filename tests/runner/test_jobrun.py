@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +33,46 @@ def test_each_stage_line_names_the_job_and_the_time_of_the_stage_before(
         "job 42: stage ncu (timing took 45.8 s)",
         "job 42: ncu took 0.8 s",
     ]
+
+
+def run_a_job(monkeypatch: pytest.MonkeyPatch, console: object) -> dict:
+    import threading
+
+    from runner import jobrun
+
+    def execute(request: object, progress: jobrun.Progress) -> dict:
+        progress.stage("build")
+        progress.advance("stream.cu")
+        progress.stage("timing", 2)
+        progress.advance("gemm[m=1024]")
+        progress.advance("gemm[m=4096]", Outcome("timeout"))
+        return {"status": "succeeded"}
+
+    monkeypatch.setattr(jobrun, "execute", execute)
+    claim = {"job": {"id": 7, "kind": "run", "commit": "a" * 40, "branch": "main",
+                     "repository": "acme/kernels"}, "clone_url": "/srv/acme.git",
+             "attempt_token": "t"}  # fmt: skip
+    run_job = jobrun.make_run_job(Path("/nonexistent"), console=console)
+    return run_job(claim, threading.Event())
+
+
+def test_on_a_terminal_a_job_shows_progress_bars_and_still_logs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from rich.console import Console
+
+    screen = io.StringIO()
+    terminal = Console(file=screen, force_terminal=True, width=100)
+    with caplog.at_level(logging.INFO, logger="runner.job"):
+        assert run_a_job(monkeypatch, terminal) == {"status": "succeeded"}
+    drawn = screen.getvalue()
+    assert "timing" in drawn and "2/2" in drawn and "━" in drawn  # the stage's bar, filled
+    assert "gemm[m=4096] (timeout)" in drawn
+    assert "job 7: stage timing (2 workloads) (build took" in " ".join(caplog.messages)
+    assert "job 7: gemm[m=4096]: timeout" in caplog.messages
+
+    piped = io.StringIO()
+    assert run_a_job(monkeypatch, Console(file=piped, force_terminal=False)) == {
+        "status": "succeeded"
+    }
+    assert piped.getvalue() == ""  # no terminal: the log lines alone
