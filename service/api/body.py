@@ -13,6 +13,12 @@ from service.schemas.document import find_non_finite
 from service.schemas.text import may_hold_unstorable, unstorable_text
 from service.store.ingest import document_digest
 
+# How deep a JSON body may nest. A result document is ~6 levels deep and a GitHub payload ~5;
+# deeper input is refused before anything walks it (the checks after parsing, pydantic and
+# the digest recurse, and a 1,000-deep array once ended as a 500).
+MAX_DEPTH = 64
+_CONTAINERS = frozenset((dict, list))
+
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, refused with 413 as soon as it is known to exceed `limit`."""
@@ -42,11 +48,48 @@ def parse_json(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ApiError(422, f"body is not UTF-8: {exc.reason} at byte {exc.start}") from exc
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ApiError(
             422, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise too_deep("the body") from None
+    check_depth(value, "the body")
+    return value
+
+
+def too_deep(what: str) -> ApiError:
+    return ApiError(
+        422, f"{what} nests deeper than {MAX_DEPTH} levels: a result document is ~6 deep"
+    )
+
+
+def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
+    """422 where `value` nests deeper than `limit` arrays and objects (walked without
+    recursion, containers only, stopping at the first path too deep)."""
+    stack: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > limit:
+            raise ApiError(422, f"{too_deep(what).detail} (at {path[:200]})")
+        if isinstance(node, dict):
+            values = node.values()
+            if _CONTAINERS.isdisjoint(map(type, values)):  # C speed: no child to descend into
+                continue
+            stack.extend(
+                (child, depth + 1, f"{path}.{key}")
+                for key, child in node.items()
+                if isinstance(child, (dict, list))
+            )
+        elif isinstance(node, list):
+            if _CONTAINERS.isdisjoint(map(type, node)):  # samples: a list of numbers
+                continue
+            stack.extend(
+                (child, depth + 1, f"{path}[{i}]")
+                for i, child in enumerate(node)
+                if isinstance(child, (dict, list))
+            )
 
 
 def parse_document(body: bytes) -> tuple[Any, str]:
@@ -57,12 +100,16 @@ def parse_document(body: bytes) -> tuple[Any, str]:
     and the checks after it, say where the problem is."""
     try:
         raw = orjson.loads(body)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if "depth" in str(exc) or "recursion" in str(exc).lower():  # orjson's own limit: 1024
+            raise too_deep("the body") from None
         raw = parse_json(body)
         if bad := find_non_finite(raw):
             raise ApiError(
                 422, f"invalid document: {bad}: NaN and infinities are not measurements"
             ) from None
+    else:
+        check_depth(raw, "the body")
     unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None
     if unstorable:
         raise ApiError(422, f"invalid document: {unstorable} cannot be stored")

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
+from service.api.body import check_depth, too_deep
 from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
 from service.schemas.metrics import SeriesHistory, WorkHistory
@@ -23,6 +24,9 @@ def _parse_params(text: str | None) -> dict[str, Any] | None:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"params must be a JSON object: {exc.msg}") from exc
+    except RecursionError:
+        raise too_deep("params") from None
+    check_depth(value, "params")
     if not isinstance(value, dict):
         raise ApiError(400, 'params must be a JSON object, e.g. {"m":1024}')
     return value

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from service.api.body import read_body
+from service.api.body import check_depth, read_body, too_deep
 from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
@@ -64,6 +64,9 @@ async def github_webhook(
             payload = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(400, f"the signed body is not JSON: {exc}") from exc
+        except RecursionError:
+            raise too_deep(f"the {x_github_event} payload") from None
+        check_depth(payload, f"the {x_github_event} payload")
         unstorable = unstorable_text(payload) if may_hold_unstorable(body) else None
         if unstorable:
             raise ApiError(422, f"invalid {x_github_event} payload: {unstorable} cannot be stored")
