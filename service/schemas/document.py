@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BaseModel,
     ConfigDict,
@@ -35,6 +37,20 @@ KernelName = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
 ShortText = Annotated[str, StringConstraints(max_length=1000)]
 LongText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 NonNegative = Annotated[float, Field(ge=0)]
+
+
+def _in_utc(value: datetime) -> datetime:
+    """The time in UTC; refused where that falls outside the years 1-9999, which a time valid in
+    its own offset may (0001-01-01T00:00:00+05:00 is in year 0 in UTC)."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} is outside the years 1-9999 once in UTC; send a real time"
+        ) from None
+
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
 # Counts stored in integer columns (32 bits on PostgreSQL).
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 # Texts stored in columns narrower than ShortText.
@@ -65,7 +81,7 @@ class CommitIn(Strict):
     author_name: PersonText = ""
     author_email: PersonText = ""
     message: LongText = ""
-    committed_at: AwareDatetime
+    committed_at: UtcDatetime
 
     @field_validator("parents", "ancestors")
     @classmethod
@@ -282,8 +298,8 @@ class RunDocument(Strict):
     branch: str
     commit: CommitIn
     runner: RunnerIn | None = None
-    started_at: AwareDatetime
-    finished_at: AwareDatetime
+    started_at: UtcDatetime
+    finished_at: UtcDatetime
     environment: EnvironmentIn
     build: BuildIn
     workloads: list[WorkloadIn] = Field(default_factory=list, max_length=MAX_WORKLOADS)
