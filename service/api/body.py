@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -20,20 +21,23 @@ MAX_DEPTH = 64
 _CONTAINERS = frozenset((dict, list))
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refused with 413 as soon as it is known to exceed `limit`."""
+async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
+    """The raw body chunk by chunk, refused with 413 as soon as it is known to exceed `limit`."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
-    chunks: list[bytes] = []
     size = 0
     # Counted while streaming: a client may send no Content-Length or a false one.
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
             raise ApiError(413, f"body is over the {limit}-byte limit")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        yield chunk
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed `limit`."""
+    return b"".join([chunk async for chunk in stream_body(request, limit)])
 
 
 async def read_json_body(request: Request, limit: int) -> Any:

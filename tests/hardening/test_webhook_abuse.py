@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -125,9 +125,57 @@ def test_a_body_over_25_mb_without_content_length_is_413(
     answer = hook.client.post(
         "/webhooks/github", content=_chunks(26 * 1024 * 1024), headers=headers
     )
-    assert answer.status_code == 413
-    assert "limit" in answer.json()["detail"]
+    # claiming no signature, it is refused on its headers, before its size is known
+    assert answer.status_code == (413 if signed else 401)
+    assert ("limit" if signed else "missing X-Hub-Signature-256") in answer.json()["detail"]
     assert rows(engine) == (0, 0, 0)
+
+
+class Streamed:
+    """What read_signed_body reads of a request: headers and a body stream that counts."""
+
+    def __init__(self, size: int, chunk: int = 1 << 16) -> None:
+        self.headers: dict[str, str] = {}
+        self.size, self.chunk, self.read = size, chunk, 0
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        while self.read < self.size:
+            self.read += self.chunk
+            yield b"x" * self.chunk
+
+
+def test_an_unsigned_body_is_not_read_and_a_forged_one_is_not_held_in_memory() -> None:
+    import asyncio
+    import tracemalloc
+
+    from service.api.routes.webhooks import UNCHECKED_IN_MEMORY, read_signed_body
+    from service.core.errors import ApiError
+
+    limit = 25 << 20
+    for header in (None, "sha1=abc", "sha256=short"):
+        request = Streamed(24 << 20)
+        with pytest.raises(ApiError) as refused:
+            asyncio.run(read_signed_body(request, SECRET, header, limit))  # type: ignore[arg-type]
+        assert refused.value.status == 401 and request.read == 0  # not a byte read
+    forged = Streamed(24 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ApiError) as refused:
+            asyncio.run(read_signed_body(forged, SECRET, "sha256=" + "0" * 64, limit))  # type: ignore[arg-type]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.status == 401 and forged.read >= 24 << 20  # hashed to the end
+    assert peak < UNCHECKED_IN_MEMORY + (2 << 20), peak  # held on disk, not in memory
+    body = b'{"zen": "Keep it logically awesome."}'
+    signed = Streamed(0)
+    signed.stream = lambda: _once(body)  # type: ignore[method-assign]
+    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    assert asyncio.run(read_signed_body(signed, SECRET, f"sha256={digest}", limit)) == body  # type: ignore[arg-type]
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    yield body
 
 
 def test_a_body_just_under_the_limit_is_read_and_judged_by_its_signature(

@@ -151,7 +151,12 @@ def test_push_queues_the_head_commit_and_registers_the_repository(
 
 @pytest.mark.parametrize(
     ("signature", "why"),
-    [(None, "missing"), ("sha256=" + "0" * 64, "does not match"), ("sha1=abc", "does not match")],
+    [
+        (None, "missing"),
+        ("sha256=" + "0" * 64, "does not match"),
+        ("sha1=abc", "not sha256= and 64 hex digits"),
+        ("sha256=" + "0" * 63 + "Z", "not sha256= and 64 hex digits"),
+    ],
 )
 def test_bad_signatures_are_401_and_store_nothing(
     hook: Hook, engine: Engine, signature: str | None, why: str
