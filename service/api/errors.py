@@ -9,12 +9,15 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as SqlTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.core.errors import ApiError
 
 log = logging.getLogger(__name__)
+RETRY_AFTER_SECONDS = 5
 
 
 def _location(loc: tuple[Any, ...]) -> str:
@@ -79,6 +82,21 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ValidationError)
     async def _model_invalid(_request: Request, exc: ValidationError) -> JSONResponse:
         return validation_response(list(exc.errors()), "document")
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(SqlTimeoutError)
+    async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # Down, frozen, out of connections or a statement cancelled by its timeout: the
+        # request may well work again shortly, so 503 and when to try, never 500.
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path,
+                    str(exc).splitlines()[0][:300])  # fmt: skip
+        return JSONResponse(
+            status_code=503,
+            content={
+                "detail": f"the database is unavailable ({type(exc).__name__}); try again shortly"
+            },
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import fcntl
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,18 @@ def json_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def create_db_engine(url: str) -> Engine:
+@dataclass(frozen=True)
+class Timeouts:
+    """How long the service waits on its database before it answers 503 (seconds)."""
+
+    connect: float = 5.0
+    statement: float = 30.0
+    pool: float = 10.0
+
+
+def create_db_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
+    """An engine for `url`; with `timeouts` (the service's) a PostgreSQL server that is down or
+    frozen is given up on in bounded time. Tools and benchmarks pass none: they wait."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
@@ -47,6 +60,19 @@ def create_db_engine(url: str) -> Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    bounded: dict[str, Any] = {}
+    if timeouts is not None:
+        # A server that is down, or frozen, must not hang a request: libpq gives up connecting
+        # after connect_timeout (whole seconds), the server cancels a statement after
+        # statement_timeout, and the pool stops waiting for a connection after pool_timeout.
+        statement_ms = max(1, round(timeouts.statement * 1000))
+        bounded = {
+            "pool_timeout": timeouts.pool,
+            "connect_args": {
+                "connect_timeout": max(1, math.ceil(timeouts.connect)),
+                "options": f"-c statement_timeout={statement_ms}",
+            },
+        }
     return create_engine(
         url,
         pool_pre_ping=True,
@@ -54,11 +80,17 @@ def create_db_engine(url: str) -> Engine:
         max_overflow=20,
         json_serializer=json_text,
         json_deserializer=orjson.loads,
+        **bounded,
     )
 
 
 def engine_for(settings: Settings) -> Engine:
-    return create_db_engine(settings.effective_database_url)
+    timeouts = Timeouts(
+        connect=settings.database_connect_timeout_seconds,
+        statement=settings.database_statement_timeout_seconds,
+        pool=settings.database_pool_timeout_seconds,
+    )
+    return create_db_engine(settings.effective_database_url, timeouts)
 
 
 def session_factory(engine: Engine) -> sessionmaker[Session]:

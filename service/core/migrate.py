@@ -38,6 +38,10 @@ def _migrate(engine: Engine, step: Callable[[Config, str], None], revision: str)
             connection.commit()
         try:
             with connection.begin():
+                if engine.dialect.name == "postgresql":
+                    # A migration of a big history takes longer than a request may: the
+                    # service's statement timeout is lifted for this transaction alone.
+                    connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
                 config.attributes["connection"] = connection
                 step(config, revision)
                 if sqlite:

@@ -24,6 +24,18 @@ class Settings(BaseSettings):
         "token; unset, reads are public",
     )
     webhook_secret: str | None = None
+    database_connect_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="PostgreSQL: give up opening a connection after this"
+    )
+    database_statement_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="PostgreSQL: cancel a statement after this"
+    )
+    database_pool_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="wait this long for a free pooled connection"
+    )
+    healthz_min_free_bytes: int = Field(
+        default=100 << 20, ge=0, description="/healthz says 503 below this much free disk in data_dir"
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     queue_every_commit: bool = Field(
