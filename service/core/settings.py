@@ -34,7 +34,7 @@ class Settings(BaseSettings):
         default=10.0, gt=0, description="wait this long for a free pooled connection"
     )
     healthz_min_free_bytes: int = Field(
-        default=100 << 20, ge=0, description="/healthz says 503 below this much free disk in data_dir"
+        default=100 << 20, ge=0, description="/healthz: 503 below this much free disk in data_dir"
     )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)

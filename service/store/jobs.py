@@ -175,7 +175,8 @@ def reap(session: Session, now: datetime | None = None) -> int:
 def current_attempt(
     session: Session, job_id: int, attempt_token: str, runner: Runner | None
 ) -> Job:
-    """The running job whose current attempt `attempt_token` names, locked; else 409/404."""
+    """The running job whose current attempt `attempt_token` names, locked, under a lease that
+    has not expired; else 409/404."""
     job = session.scalars(select(Job).where(Job.id == job_id).with_for_update()).one_or_none()
     if job is None:
         raise ApiError(404, f"no job {job_id}")
@@ -189,6 +190,14 @@ def current_attempt(
         )
     if runner is not None and job.runner_id != runner.id:
         raise ApiError(409, f"job {job_id} is leased to another runner")
+    expires = job.lease_expires_at
+    if expires is not None and expires <= utcnow():
+        # Expired is gone, whether or not the reaper has requeued the job yet.
+        raise ApiError(
+            409,
+            f"the lease of job {job_id} expired at {expires.isoformat(timespec='seconds')}: "
+            "the job goes back to the queue",
+        )
     return job
 
 

@@ -330,3 +330,28 @@ def test_a_runner_reports_its_health_and_an_unhealthy_one_gets_no_job(
     with engine.connect() as conn:
         running = select(func.count()).select_from(Job).where(Job.state == "running")
         assert conn.execute(running).scalar_one() == 1
+
+
+def test_a_post_after_the_lease_expired_is_409_before_the_reaper_runs(
+    settings: Settings, engine: Engine
+) -> None:
+    from service.api.app import create_app
+
+    settings.reaper_interval_seconds = 0  # the reaper never runs: the post itself must refuse
+    token = make_runner(engine, "h100-a")
+    make_jobs(engine, 1)
+    with LiveServer(create_app(settings, migrate=False)) as live, live.client(token) as client:
+        got = claim(client)
+        assert got is not None
+        expire_leases(engine)
+        doc = document(commit="j0")
+        doc["job_id"], doc["lease_token"] = got["job"]["id"], got["attempt_token"]
+        doc["runner"]["name"] = "h100-a"
+        posted = client.post("/api/v1/runs", json=doc)
+        assert posted.status_code == 409 and "expired at" in posted.json()["detail"]
+        attempt = {"attempt_token": got["attempt_token"]}
+        extended = client.post(f"/api/v1/jobs/{got['job']['id']}/lease", json=attempt)
+        assert extended.status_code == 409 and "expired at" in extended.json()["detail"]
+    with Session(engine) as session:
+        assert session.scalar(select(func.count()).select_from(Run)) == 0
+        assert session.get(Job, got["job"]["id"]).state == "running"  # the reaper's to requeue
