@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 
@@ -16,7 +17,10 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from uvicorn.supervisors import Multiprocess
 
     from service.api.app import create_app
+    from service.core.connections import IDLE_ENV, PROTOCOL
 
+    # The protocol reads it in every worker process: Settings validated it here.
+    os.environ[IDLE_ENV] = str(settings.idle_timeout_seconds)
     level = settings.log_level.lower()
     if args.workers > 1:
         if settings.is_sqlite:
@@ -29,6 +33,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             port=args.port,
             workers=args.workers,
             log_level=level,
+            http=PROTOCOL,
         )
         sock = config.bind_socket()
         # asyncio sets TCP_NODELAY only on connections accepted from a socket it made itself
@@ -38,7 +43,9 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         Multiprocess(config, sockets=[sock]).run()
         return 0
-    uvicorn.run(create_app(settings), host=args.host, port=args.port, log_level=level)
+    uvicorn.run(
+        create_app(settings), host=args.host, port=args.port, log_level=level, http=PROTOCOL
+    )
     return 0
 
 

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     healthz_min_free_bytes: int = Field(
         default=100 << 20, ge=0, description="/healthz: 503 below this much free disk in data_dir"
     )
+    idle_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="close a connection idle this long mid-request"
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     queue_every_commit: bool = Field(
