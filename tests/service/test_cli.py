@@ -60,7 +60,9 @@ def test_serve_answers_on_the_given_port(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, "kernelwatch serve did not come up"
                 time.sleep(0.2)
         assert answer.status_code == 200
-        assert answer.json() == {"status": "ok", "database": "sqlite"}
+        health = answer.json()
+        assert (health["status"], health["database"]) == ("ok", "sqlite")
+        assert "GiB free in" in health["disk"]
         empty = httpx.get(f"http://127.0.0.1:{port}/api/v1/commits/{'a' * 40}/metrics")
         assert empty.status_code == 404
     finally:
