@@ -5,7 +5,8 @@ the first attempt to post it and deleted only once the service has accepted it, 
 killed at any moment loses nothing: the next start posts what is left, and a second post of the
 same run id is a no-op on the service. Documents the service refuses as invalid go to
 `rejected/` (with the reason beside them) for a person to look at; documents whose lease is gone
-are dropped and noted in `discarded.log`, since the requeued job will measure again.
+move to `superseded/` and get a line in `discarded.log`: never posted again, since the requeued
+job measures again, but kept (every refused document stays on disk).
 `flush` and `deliver` post spooled documents and settle their files; `Backoff` paces retries.
 """
 
@@ -60,6 +61,7 @@ class Spool:
     def __init__(self, directory: Path | str | None = None) -> None:
         self.directory = Path(directory) if directory is not None else default_spool_dir()
         self.rejected_dir = self.directory / "rejected"
+        self.superseded_dir = self.directory / "superseded"
         self.discarded_log = self.directory / "discarded.log"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._remove_stale_temporaries()
@@ -110,7 +112,8 @@ class Spool:
         return target
 
     def discard(self, run_id: str, reason: str) -> None:
-        """Delete the document for good, keeping one line about it in `discarded.log`."""
+        """Never post the document again: it moves to `superseded/`, with one line about it in
+        `discarded.log`."""
         source = self._path(run_id)
         job_id = None
         with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -123,7 +126,12 @@ class Spool:
         }
         with open(self.discarded_log, "a", encoding="utf-8") as log:
             log.write(json.dumps(line) + "\n")
-        self.remove(run_id)
+        self.superseded_dir.mkdir(exist_ok=True)
+        try:
+            os.replace(source, self.superseded_dir / source.name)
+        except FileNotFoundError:
+            return
+        _fsync_dir(self.directory)
 
     def rejected(self) -> list[Path]:
         """The documents in `rejected/`."""
@@ -242,8 +250,9 @@ def deliver(
     """Post one document and settle its spool file (if `spool`).
 
     Stored or already stored: removed. 409 (the lease is gone; the requeued job will measure
-    again): discarded with a log line. 413/422, or a run id stored with other contents: moved to
-    `rejected/` and the job reported failed. ServiceUnavailable leaves the file for a later try;
+    again): moved to `superseded/` with a log line, the job left to its next attempt. 413/422, or
+    a run id stored with other contents: moved to `rejected/` and the job reported failed. No
+    4xx is posted again. ServiceUnavailable leaves the file for a later try;
     any other refusal (401, 404: the runner's token or URL, not the document) is raised.
     """
     job_id = document.get("job_id")
@@ -255,8 +264,8 @@ def deliver(
             if spool is not None:
                 spool.discard(run_id, str(exc))
             log.warning(
-                "run %s of job %s dropped: its lease is gone and another attempt will measure "
-                "it again (%s)",
+                "run %s of job %s dropped (kept in superseded/): its lease is gone and another "
+                "attempt will measure it again (%s)",
                 run_id,
                 job_id,
                 exc,

@@ -311,6 +311,8 @@ def test_a_result_whose_lease_is_gone_is_dropped_not_retried(
     (line,) = spool.discarded_log.read_text().splitlines()
     assert json.loads(line)["run_id"] == late
     assert json.loads(line)["job_id"] == job_id
+    kept = list(spool.superseded_dir.glob("*.json"))  # kept on disk, never posted again
+    assert [json.loads(p.read_text())["run_id"] for p in kept] == [late]
 
 
 def test_an_invalid_result_goes_to_rejected_and_fails_the_job(

@@ -51,11 +51,12 @@ def test_reject_keeps_the_document_and_the_reason(tmp_path: Path) -> None:
     assert "answered 422" in (tmp_path / "rejected" / "r1.reason.txt").read_text()
 
 
-def test_discard_deletes_and_notes_it(tmp_path: Path) -> None:
+def test_discard_keeps_it_aside_and_notes_it(tmp_path: Path) -> None:
     spool = Spool(tmp_path)
     spool.add(doc("d1", job_id=42))
     spool.discard("d1", "answered 409: job 42 is queued, not running: its lease is gone")
-    assert spool.pending() == []
+    assert spool.pending() == [] and spool.rejected() == []  # never posted again, not an error
+    assert json.loads((tmp_path / "superseded" / "d1.json").read_text()) == doc("d1", job_id=42)
     (line,) = spool.discarded_log.read_text().splitlines()
     note = json.loads(line)
     assert (note["run_id"], note["job_id"]) == ("d1", 42)
