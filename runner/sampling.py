@@ -232,7 +232,6 @@ def time_workload(
         timer = select_timer(timers, method, sample_with)
         rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
         take = paced if capped else sample_with
-        rng = np.random.default_rng()  # other placements in every process: SHORT_PLACEMENTS
         watch.start()
         timer.begin()
         try:
@@ -242,10 +241,11 @@ def time_workload(
                 min_seconds=THROTTLED_SAMPLE_SECONDS if capped else 0.0,
             )
             per_round, placed = len(samples), 1
+            # Short launches: placements drawn afresh in every process (GpuTimers.filler).
+            anywhere = np.random.default_rng() if rounds == SHORT_PLACEMENTS else None
             for round_ in range(1, rounds):
                 local_memory = round_ == rounds // 2  # its second state for the second half
                 timer.end()  # the new placement's warm-up is no sample (CUPTI: not recorded)
-                anywhere = rng if rounds == SHORT_PLACEMENTS else None
                 fresh = relocate(w, seed, inputs, timers, held, anywhere, local_memory)
                 timer.begin()
                 if fresh is None:

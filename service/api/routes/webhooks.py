@@ -52,11 +52,6 @@ def _check_signature(claimed: str, expected: str) -> None:
         )
 
 
-def _verify_signature(secret: str, body: bytes, header: str | None) -> None:
-    claimed = _claimed_signature(header)
-    _check_signature(claimed, hmac.new(secret.encode(), body, hashlib.sha256).hexdigest())
-
-
 async def read_signed_body(request: Request, secret: str, header: str | None, limit: int) -> bytes:
     """The body once its signature holds. Refused on the header alone where it claims none;
     else hashed as it streams in (413 past `limit`), held in memory only up to
