@@ -10,16 +10,16 @@ from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.analysis import bisect
 from service.analysis.attribution import attribute
 from service.analysis.baseline import ancestry
+from service.analysis.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.analysis.verdicts import class_floor
-from service.core.units import to_microseconds_factor
 from service.models import Alert, AlertEvent, Commit, Job, Result, Run, Runner, Series, Verdict
 from service.models.base import utcnow
 from service.store import jobs as queue
 
 ACTIVE = ("suspected", "open", "acknowledged")
-CONFIRM_ALPHA = 0.01
 
 
 def transition(session: Session, alert: Alert, to_state: str, actor: str, note: str = "") -> None:
@@ -105,7 +105,7 @@ def _fixed_by(session: Session, alert: Alert, run: Run, v: Verdict) -> None:
             return
     elif alert.state == "fixed":
         return  # a person closed it
-    sha = _sha(session, run.commit_id)[:12]
+    sha = commit_sha(session, run.commit_id)[:12]
     base = alert.attribution.get("base_median")
     change = f"{v.change:+.1%} against the regressed level, " if v.change is not None else ""
     why = (
@@ -141,11 +141,6 @@ def triage(session: Session, alert: Alert, state: str, actor: str, note: str) ->
             .limit(1)
         )
     transition(session, alert, state, actor, note)
-
-
-def _sha(session: Session, commit_id: int | None) -> str:
-    commit = session.get(Commit, commit_id) if commit_id else None
-    return commit.sha if commit else ""
 
 
 def _back(session: Session, alert: Alert, v: Verdict) -> bool:
@@ -215,6 +210,7 @@ def _queue_confirmation(session: Session, run: Run, alerts: list[Alert], max_att
             series = session.get(Series, alert.series_id)
             assert series is not None
             workloads.append({"name": series.workload, "params": series.params})
+        base_sha = commit_sha(session, base_id)
         (job,) = queue.enqueue(
             session,
             repository_id=run.repository_id,
@@ -223,10 +219,10 @@ def _queue_confirmation(session: Session, run: Run, alerts: list[Alert], max_att
             label_sets=[labels],
             max_attempts=max_attempts,
             kind="confirm",
-            summary=f"confirm {len(group)} regression(s) against {_sha(session, base_id)[:12]}",
+            summary=f"confirm {len(group)} regression(s) against {base_sha[:12]}",
         )
         job.payload = {
-            "base_sha": _sha(session, base_id),
+            "base_sha": base_sha,
             "alert_ids": [a.id for a in group],
             "workloads": workloads,
             "suite": run.suite,
@@ -239,14 +235,12 @@ def confirm(
     session: Session, job: Job, head: dict[str, Any], base: dict[str, Any], actor: str
 ) -> list[Alert]:
     """Judge each alert of a confirmation job on the interleaved base and head samples."""
-    from service.analysis import bisect  # imports this module
-
     alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
     for alert in alerts:
         series = session.get(Series, alert.series_id)
         assert series is not None
-        head_samples = _samples(head, series)
-        base_samples = _samples(base, series)
+        head_samples = series_samples(head, series)
+        base_samples = series_samples(base, series)
         if alert.state != "suspected":
             continue
         if head_samples is None or base_samples is None:
@@ -280,7 +274,7 @@ def confirm(
             )
             bisect.start(session, alert, job, actor)
             if alert.fixed_by_commit_id is not None:
-                sha = _sha(session, alert.fixed_by_commit_id)[:12]
+                sha = commit_sha(session, alert.fixed_by_commit_id)[:12]
                 transition(
                     session,
                     alert,
@@ -298,17 +292,3 @@ def confirm(
                 f"not reproduced interleaved: {change:+.1%} (p = {p:.2g})",
             )
     return alerts
-
-
-def _samples(document: dict[str, Any], series: Series) -> np.ndarray | None:
-    for w in document.get("workloads", []):
-        if w["name"] == series.workload and w["params"] == series.params and w.get("timing"):
-            timing = w["timing"]
-            factor = to_microseconds_factor(timing["unit"])
-            return (
-                np.concatenate(
-                    [np.asarray(p["samples"], dtype=np.float64) for p in timing["processes"]]
-                )
-                * factor
-            )
-    return None

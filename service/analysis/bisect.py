@@ -16,7 +16,7 @@ from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.alerts import CONFIRM_ALPHA, _samples, _sha
+from service.analysis.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.analysis.verdicts import class_floor
 from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series
 from service.schemas.document import RunDocument
@@ -29,10 +29,10 @@ def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
     run = session.get(Run, alert.run_id)
     run_job = session.get(Job, run.job_id) if run is not None and run.job_id else None
     pushed = list((run_job.payload or {}).get("push_commits") or []) if run_job else []
-    head_sha = _sha(session, alert.commit_id)
+    head_sha = commit_sha(session, alert.commit_id)
     if run is None or len(pushed) < 2 or pushed[-1] != head_sha:
         return
-    base_sha = _sha(session, alert.base_commit_id)
+    base_sha = commit_sha(session, alert.base_commit_id)
     before = pushed[:-1]
     candidates = before[before.index(base_sha) + 1 :] if base_sha in before else before
     alert.bisect = {
@@ -88,7 +88,7 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
             continue
         series = session.get(Series, alert.series_id)
         assert series is not None
-        head_samples, base_samples = _samples(head, series), _samples(base, series)
+        head_samples, base_samples = series_samples(head, series), series_samples(base, series)
         if base_samples is None:
             state["state"] = "failed"
             state["reason"] = f"the good commit {state['good'][:12]} did not measure the workload"

@@ -1,0 +1,34 @@
+"""What a confirmation and a bisection share: the paired document's samples of a series, a
+commit's sha, and the significance a re-measured regression must reach."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from service.core.units import to_microseconds_factor
+from service.models import Commit, Series
+
+CONFIRM_ALPHA = 0.01
+
+
+def commit_sha(session: Session, commit_id: int | None) -> str:
+    commit = session.get(Commit, commit_id) if commit_id else None
+    return commit.sha if commit else ""
+
+
+def series_samples(document: dict[str, Any], series: Series) -> np.ndarray | None:
+    """A document's timing samples (all processes, in microseconds) of `series`' workload."""
+    for w in document.get("workloads", []):
+        if w["name"] == series.workload and w["params"] == series.params and w.get("timing"):
+            timing = w["timing"]
+            factor = to_microseconds_factor(timing["unit"])
+            return (
+                np.concatenate(
+                    [np.asarray(p["samples"], dtype=np.float64) for p in timing["processes"]]
+                )
+                * factor
+            )
+    return None
