@@ -16,6 +16,14 @@ each one is a further entry in the workload's timing.processes (the median stays
 all samples), its stop reason marked (SHORT_NOTE), and the log says how many were timed so.
 With 6 processes, two pairs of runs of the same commit (benchmarks/runner_cost.py --runs 2) had
 every workload of >= 50 us within 0.7%.
+
+In every timing process the CUPTI-timed workloads (declared for launches of a few us) come
+first (timing_order). Timed after longer workloads, a ~4 us kernel took on an offset that lasted
+for the whole process (1.0-1.7% sd between processes, the same in a second pass over the short
+kernels; one 512 MiB buffer written and given back did the same), though each of its samples'
+placements sat on fresh memory behind a filler of a random size; timed first, 0.4-0.6%, and no
+offset shared by two passes, also when the longer workloads came between them
+(benchmarks/short_processes.py on the H100, 2026-11-26).
 """
 
 from __future__ import annotations
@@ -191,20 +199,21 @@ def _measure(
         records[wid].check = outcome
     passing = [wid for wid in ids if records[wid].passed]
     log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes)")
+    ordered = timing_order(passing, {w["id"]: w for w in infos}, suite.timing.method)
     for process in range(suite.timing.processes):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
         timed = run_phase(
             suite,
             "time",
-            passing,
+            ordered,
             env=env,
             seed=process,
             on_done=lambda wid, o: progress.advance(wid, o),
         )
         for wid in passing:
             records[wid].timings.append(timed.outcomes[wid])
-    short = short_launches(records[wid] for wid in passing)
+    short = short_launches(records[wid] for wid in ordered)
     total = short_processes(suite)
     if short and total > suite.timing.processes:
         log(
@@ -232,6 +241,14 @@ def _measure(
 
         profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop)
     return list(records.values()), build, environment_section
+
+
+def timing_order(ids: list[str], infos: dict[str, dict[str, Any]], default: str) -> list[str]:
+    """The order a timing process takes `ids` in: the CUPTI-timed ones first (by their declared
+    `timing_method`, else the suite's `default`), then the rest, each in the suite's order."""
+    first = [i for i in ids if (infos[i].get("timing_method") or default) == "cupti"]
+    chosen = set(first)
+    return first + [i for i in ids if i not in chosen]
 
 
 def check_processes(suite: Suite) -> int:

@@ -157,3 +157,16 @@ def test_no_extra_processes_when_the_setting_says_the_suites(
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     doc = execute(RunRequest(source=str(repo), rev=first, only="n=256", cache_dir=tmp_path / "c"))
     assert [len(w["timing"]["processes"]) for w in doc["workloads"]] == [3]
+
+
+def test_cupti_timed_workloads_are_timed_first_in_each_process() -> None:
+    infos = {
+        "long": {"timing_method": "cuda_events"},
+        "tiny": {"timing_method": "cupti"},
+        "mid": {},  # the suite's default
+        "tiny2": {"timing_method": "cupti"},
+    }
+    ids = ["long", "tiny", "mid", "tiny2"]
+    assert pipeline.timing_order(ids, infos, "") == ["tiny", "tiny2", "long", "mid"]
+    assert pipeline.timing_order(ids, infos, "cupti") == ["tiny", "mid", "tiny2", "long"]
+    assert pipeline.timing_order(["long", "mid"], infos, "") == ["long", "mid"]
