@@ -27,6 +27,11 @@ FILLER_MAX_BYTES = 192 << 20  # a placement's filler (GpuTimers.filler): 0 to th
 FILLER_STEP = 64 << 10  # in steps of this many
 OWN_KERNELS = "kernelwatch_"  # the runner's own kernels, never part of a measurement
 BLOCK_TIMEOUT_NS = 200_000_000
+# CUPTI's activity buffers: each forced flush (one per sample) hands a new one over, and a
+# sample's host time grows with its size: on the H100 a cold CUPTI sample of a 4 us kernel took
+# 0.96 ms with 8 MiB buffers, 0.50 ms with 1 MiB and 0.43 ms with 64 KiB, against 0.06 ms
+# without CUPTI (benchmarks/sample_cost.py). 128 KiB holds several hundred kernel records.
+ACTIVITY_BUFFER_BYTES = 128 << 10
 
 During = Callable[[], None] | None
 
@@ -190,7 +195,7 @@ class KernelActivity:
 
     @staticmethod
     def _requested() -> tuple[int, int]:
-        return 8 << 20, 0  # bytes per buffer, no limit on records
+        return ACTIVITY_BUFFER_BYTES, 0  # no limit on records: CUPTI asks again when full
 
     def _completed(self, activities: list[Any]) -> None:
         for a in activities:
