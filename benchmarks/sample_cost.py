@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / "benchmarks" / "history_suite"
+from benchmarks.short_processes import SUITE, build_base
+
 BUFFER_SIZES = (8 << 20, 1 << 20, 64 << 10)
 
 
@@ -102,11 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--samples", type=int, default=200)
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "suite"
-        shutil.copytree(SUITE, tree, ignore=shutil.ignore_patterns("__pycache__"))
-        build = Path(tmp) / "build"
-        subprocess.run([sys.executable, "-m", "histsuite.build", "--out", str(build)], cwd=tree,
-                       check=True, capture_output=True)  # fmt: skip
+        build = build_base(Path(tmp))
         os.environ["KERNELWATCH_BUILD_DIR"] = str(build)
         rows = measure(args.samples)
     print(f"{'step':<48} {'median ms':>9} {'p90 ms':>8}")

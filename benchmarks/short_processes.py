@@ -44,6 +44,16 @@ VARIANTS = (
 )  # fmt: skip
 
 
+def build_base(work: Path) -> Path:
+    """The history suite's base build under `work` (its folder, for KERNELWATCH_BUILD_DIR)."""
+    tree = work / "suite"
+    shutil.copytree(SUITE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    build = work / "build"
+    subprocess.run([sys.executable, "-m", "histsuite.build", "--out", str(build)], cwd=tree,
+                   check=True, capture_output=True)  # fmt: skip
+    return build
+
+
 def child(variant: str) -> dict[str, Any]:
     """One process of `variant`: per short workload, each pass's median and round medians."""
     sys.path.insert(0, str(SUITE))
@@ -162,11 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown variants {unknown}" if unknown else "give OUT.json")
     processes = []
     with tempfile.TemporaryDirectory() as tmp:
-        tree = Path(tmp) / "suite"
-        shutil.copytree(SUITE, tree, ignore=shutil.ignore_patterns("__pycache__"))
-        build = Path(tmp) / "build"
-        subprocess.run([sys.executable, "-m", "histsuite.build", "--out", str(build)], cwd=tree,
-                       check=True, capture_output=True)  # fmt: skip
+        build = build_base(Path(tmp))
         env = {**os.environ, "KERNELWATCH_BUILD_DIR": str(build)}
         for i in range(args.processes):
             for variant in variants:
