@@ -17,6 +17,7 @@ from service.core.settings import Settings
 from service.core.tokens import new_token, token_hash
 from service.models import Repository, Runner
 from service.models.base import utcnow
+from service.schemas.jobs import check_labels
 from service.store import jobs as queue
 from service.store.upsert import get_or_create
 
@@ -34,7 +35,10 @@ def parse_labels(text: str) -> dict[str, str]:
             raise CliError(f"label {item!r} is not key=value")
         key, value = item.split("=", 1)
         labels[key] = value
-    return labels
+    try:
+        return check_labels(labels)
+    except ValueError as exc:
+        raise CliError(f"labels {text!r}: {exc}") from None
 
 
 @contextmanager

@@ -31,9 +31,17 @@ MAX_SAMPLES_PER_TIMING = 100_000
 MAX_WORKLOADS = 5_000
 MAX_TEXT = 65_536
 
-Sha = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", to_lower=True)]
+Sha = Annotated[
+    str,
+    StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", min_length=40, max_length=40, to_lower=True),
+]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
-KernelName = Annotated[str, StringConstraints(min_length=1, max_length=1000)]
+# A kernel's name as a compiler mangles or demangles it: printable ASCII, so that its 1000
+# characters stay within PostgreSQL's limit on an index entry (~2700 bytes) in the indexes
+# that hold it (series lookup, a build's kernels).
+KernelName = Annotated[
+    str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[\x20-\x7e]+$")
+]
 ShortText = Annotated[str, StringConstraints(max_length=1000)]
 LongText = Annotated[str, StringConstraints(max_length=MAX_TEXT)]
 NonNegative = Annotated[float, Field(ge=0)]
@@ -55,8 +63,13 @@ UtcDatetime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 # Texts stored in columns narrower than ShortText.
 PersonText = Annotated[str, StringConstraints(max_length=300)]
+Branch = Annotated[str, StringConstraints(max_length=255)]  # the width of the branch columns
+Unit = Annotated[str, StringConstraints(max_length=50)]  # the width of series.unit
 Tag = Annotated[str, StringConstraints(max_length=20)]
-ParamValue = str | int | float | bool | None | list[str | int | float | bool]
+ParamText = Annotated[str, StringConstraints(max_length=1000)]
+ParamValue = ParamText | int | float | bool | None | list[ParamText | int | float | bool]
+# A workload's parameters as canonical JSON (params_key) are part of an index entry too.
+MAX_PARAMS_KEY_BYTES = 2000
 _BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)[^\x00-\x20~^:?*\[\\\x7f]{1,255}(?<![/.])$")
 
 
@@ -116,7 +129,7 @@ class CommitIn(Strict):
 
 class RunnerIn(Strict):
     name: Name
-    host: ShortText = ""
+    host: PersonText = ""  # as registered (RunnerRegister.host): the width of runners.host
     labels: dict[Name, ShortText] = Field(default_factory=dict)
 
 
@@ -133,7 +146,7 @@ class EnvironmentIn(BaseModel):
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
 
-    fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16,64}$")]
+    fingerprint: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16,64}$", max_length=64)]
     gpu: GpuIn
     driver_version: ShortText = ""
     cuda_runtime_version: ShortText = ""
@@ -190,7 +203,7 @@ class ProcessSamplesIn(Strict):
 class TimingIn(Strict):
     kernel: KernelName
     metric: Name = "duration"
-    unit: str
+    unit: Unit
     method: Literal["cuda_events", "cupti", "host"]
     l2_flushed: bool = False
     stop_reason: ShortText = ""
@@ -234,7 +247,7 @@ class TimelineIn(Strict):
 
 class NcuValueIn(Strict):
     value: float
-    unit: str  # checked by NcuKernelIn, once per kernel rather than once per metric
+    unit: Unit  # checked by NcuKernelIn, once per kernel rather than once per metric
 
 
 class NcuFindingIn(Strict):
@@ -278,6 +291,17 @@ class WorkloadIn(Strict):
     timeline: TimelineIn | None = None
     ncu: NcuIn | None = None
 
+    @field_validator("params")
+    @classmethod
+    def _params_fit(cls, params: dict[str, Any]) -> dict[str, Any]:
+        size = len(params_key(params).encode())
+        if size > MAX_PARAMS_KEY_BYTES:
+            raise ValueError(
+                f"the parameters take {size} bytes as canonical JSON; at most "
+                f"{MAX_PARAMS_KEY_BYTES}"
+            )
+        return params
+
     @model_validator(mode="after")
     def _status_is_consistent(self) -> WorkloadIn:
         if self.correctness is not None and not self.correctness.passed and self.status == "ok":
@@ -289,13 +313,15 @@ class WorkloadIn(Strict):
 
 class RunDocument(Strict):
     schema_version: Literal[1]
-    run_id: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$")]
+    run_id: Annotated[
+        str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{7,63}$", max_length=64)
+    ]
     job_id: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = None
     lease_token: ShortText | None = None
     suite: Name
     status: Literal["succeeded", "failed", "build_failed"]
     repository: RepositoryIn
-    branch: str
+    branch: Branch
     commit: CommitIn
     runner: RunnerIn | None = None
     started_at: UtcDatetime

@@ -5,21 +5,50 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from service.models import Job, Runner
+from service.schemas.document import Sha
 from service.schemas.text import StorableText
 
-LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$")]
+LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$", max_length=100)]
 LabelValue = Annotated[str, StringConstraints(max_length=200)]
-Labels = dict[LabelName, LabelValue]
+# A runner claims by the keys of its labels' subsets (service.store.jobs): more labels than
+# these are never matched, and a job's key is stored in, and indexed by, a 1000-wide column.
+MAX_LABELS = 10
+MAX_LABEL_KEY_BYTES = 1000
+
+
+def label_key(labels: dict[str, Any]) -> str:
+    """The labels as one text, "k1=v1,k2=v2" in key order: how a job and a runner match."""
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def check_labels(labels: dict[str, str]) -> dict[str, str]:
+    """At most MAX_LABELS labels whose key is at most MAX_LABEL_KEY_BYTES bytes of UTF-8."""
+    if len(labels) > MAX_LABELS:
+        raise ValueError(f"{len(labels)} labels; at most {MAX_LABELS}")
+    size = len(label_key(labels).encode())
+    if size > MAX_LABEL_KEY_BYTES:
+        raise ValueError(f"the labels take {size} bytes as k=v,k=v; at most {MAX_LABEL_KEY_BYTES}")
+    return labels
+
+
+Labels = Annotated[dict[LabelName, LabelValue], AfterValidator(check_labels)]
 
 
 class JobCreate(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
-    sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{40}$", to_lower=True)]
+    sha: Sha
     branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
     # Handed to `git clone` by the runners: a leading "-" would be read as an option.
     clone_url: Annotated[str, StringConstraints(max_length=1000, pattern=r"^$|^[^-]")] | None = None

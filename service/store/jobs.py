@@ -14,12 +14,9 @@ from service.core.errors import ApiError
 from service.core.tokens import new_token, same_secret, token_hash
 from service.models import Job, Runner
 from service.models.base import utcnow
+from service.schemas.jobs import MAX_LABELS, label_key
 
-MAX_RUNNER_LABELS = 10
-
-
-def label_key(labels: dict[str, Any]) -> str:
-    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+MAX_RUNNER_LABELS = MAX_LABELS
 
 
 def claimable_label_keys(labels: dict[str, Any]) -> list[str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.core.settings import Settings
 from service.models import Repository, WebhookDelivery
 from service.models.base import utcnow
+from service.schemas.document import MAX_TEXT
 from service.store import jobs as queue
 from service.store.upsert import get_or_create
 
@@ -31,17 +32,22 @@ class PushRepository(_Loose):
     clone_url: str | None = Field(default=None, max_length=1000, pattern=r"^$|^[^-]")
 
 
+def _clip(message: Any) -> Any:
+    """A commit message is kept up to MAX_TEXT characters (a push is never refused for one)."""
+    return message[:MAX_TEXT] if isinstance(message, str) else message
+
+
 class PushCommit(_Loose):
-    id: str = Field(pattern=r"^[0-9a-f]{40}$")
-    message: str = ""
+    id: str = Field(pattern=r"^[0-9a-f]{40}$", min_length=40, max_length=40)
+    message: Annotated[str, BeforeValidator(_clip), StringConstraints(max_length=MAX_TEXT)] = ""
     distinct: bool = True
 
 
 class PushPayload(_Loose):
     # refs/heads/ and a branch of at most 255 characters, the width of the branch columns.
     ref: str = Field(max_length=266)
-    before: str = ""
-    after: str = Field(pattern=r"^[0-9a-f]{40}$")
+    before: str = Field("", pattern=r"^$|^[0-9a-f]{40}$", max_length=40)
+    after: str = Field(pattern=r"^[0-9a-f]{40}$", min_length=40, max_length=40)
     deleted: bool = False
     repository: PushRepository
     head_commit: PushCommit | None = None
