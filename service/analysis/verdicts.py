@@ -94,27 +94,28 @@ def rank_test_p_values(
     would give it, batched by sample sizes.
 
     A suite's series mostly share sample counts, and scipy's per-call overhead (~0.2-1 ms) is
-    far larger than the test itself: pairs of equal sizes go through one vectorised call."""
+    far larger than the test itself: pairs of equal sizes go through one vectorised call per
+    method, the method chosen per pair as method="auto" would (exact where a sample has at most
+    EXACT_BELOW values and the pair has no ties, else asymptotic), so that small samples cost no
+    more than large ones."""
     groups: dict[tuple[int, int], list[int]] = {}
     for i, (head, base) in enumerate(pairs):
         groups.setdefault((head.size, base.size), []).append(i)
     p_values = [0.0] * len(pairs)
     for (n_head, n_base), members in groups.items():
-        if min(n_head, n_base) > EXACT_BELOW and len(members) > 1:
-            # What method="auto" picks at these sizes, named so that rows never differ in method.
-            p = mannwhitneyu(
-                np.stack([pairs[i][0] for i in members]),
-                np.stack([pairs[i][1] for i in members]),
-                axis=1,
-                method="asymptotic",
-                alternative=alternative,
-            ).pvalue
-            for i, v in zip(members, p, strict=True):
-                p_values[i] = float(v)
-        else:
-            for i in members:
-                head, base = pairs[i]
-                p_values[i] = float(mannwhitneyu(head, base, alternative=alternative).pvalue)
+        heads = np.stack([pairs[i][0] for i in members])
+        bases = np.stack([pairs[i][1] for i in members])
+        exact = np.zeros(len(members), dtype=bool)
+        if min(n_head, n_base) <= EXACT_BELOW:
+            ordered = np.sort(np.concatenate([heads, bases], axis=1), axis=1)
+            exact = ~(np.diff(ordered, axis=1) == 0).any(axis=1)
+        for method, rows in (("exact", exact), ("asymptotic", ~exact)):
+            if rows.any():
+                p = mannwhitneyu(
+                    heads[rows], bases[rows], axis=1, method=method, alternative=alternative
+                ).pvalue
+                for i, v in zip(np.asarray(members)[rows], np.atleast_1d(p), strict=True):
+                    p_values[int(i)] = float(v)
     return p_values
 
 

@@ -31,6 +31,7 @@ def overview(session: Session) -> tuple[dict[str, Any], dict[str, Any]]:
     alerts = alerts_public(session, store.active_alerts(session))
     data = {
         "branches": [vars(b) for b in store.branches(session)],
+        "branch_window": store.BRANCH_WINDOW,
         "recent_runs": [vars(r) for r in runs],
         "alerts": [a.model_dump(mode="json") for a in alerts],
         "runners": [RunnerPublic.of(r).model_dump(mode="json") for r in store.runners(session)],

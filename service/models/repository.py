@@ -29,6 +29,8 @@ class Commit(Base):
         # Short-sha lookups arrive without a repository: a range scan on sha alone
         # (sha >= prefix AND sha < prefix-successor) works on both backends with a plain b-tree.
         Index("ix_commits_sha", "sha"),
+        # The trends page's change points: those of the commits since its oldest point.
+        Index("ix_commits_committed_at", "committed_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -18,6 +18,9 @@ from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, 
 
 ACTIVE_ALERT_STATES = ("suspected", "open", "acknowledged")
 ACTIVE_JOB_STATES = ("queued", "running")
+# The branch lists read the newest runs only: a GROUP BY over every run grew with the history
+# (the overview took 10 ms at 200 commits, 19 ms at 10,000 on PostgreSQL).
+BRANCH_WINDOW = 1000
 
 
 @dataclass(frozen=True)
@@ -49,16 +52,27 @@ def repositories(session: Session) -> list[str]:
     return list(session.scalars(select(Repository.name).order_by(Repository.name).limit(500)))
 
 
+def newest_runs(repository_id: int | None = None) -> Any:
+    """The newest BRANCH_WINDOW runs (of a repository), as a subquery: what the branch lists
+    read, so that they cost the same however long the history behind them."""
+    query = select(Run.id, Run.repository_id, Run.branch).order_by(Run.id.desc())
+    if repository_id is not None:
+        query = query.where(Run.repository_id == repository_id)
+    return query.limit(BRANCH_WINDOW).subquery()
+
+
 def branches(session: Session) -> list[BranchRow]:
-    """Each repository's branches with their run count and newest run's commit."""
+    """The branches of the newest BRANCH_WINDOW runs, with their run count among those and the
+    commit of their newest run."""
+    window = newest_runs()
     grouped = (
         select(
-            Run.repository_id,
-            Run.branch,
+            window.c.repository_id,
+            window.c.branch,
             func.count().label("runs"),
-            func.max(Run.id).label("newest"),
+            func.max(window.c.id).label("newest"),
         )
-        .group_by(Run.repository_id, Run.branch)
+        .group_by(window.c.repository_id, window.c.branch)
         .subquery()
     )
     rows = session.execute(
@@ -155,11 +169,10 @@ def newest_branch(session: Session, repository_id: int) -> str | None:
 
 
 def repository_branches(session: Session, repository_id: int) -> list[str]:
-    return list(
-        session.scalars(
-            select(Run.branch).where(Run.repository_id == repository_id).distinct().limit(200)
-        )
-    )
+    """The branches of the repository's newest BRANCH_WINDOW runs (any other one can still be
+    named in the URL)."""
+    window = newest_runs(repository_id)
+    return list(session.scalars(select(window.c.branch).distinct().limit(200)))
 
 
 def metrics(session: Session, repository_id: int) -> list[str]:

@@ -8,13 +8,14 @@ import json
 import re
 
 import httpx
+import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
 from service.analysis.changepoints import update_change_points
 from service.models import Alert, Run
 from tests.dashboards.conftest import post_rich_history
-from tests.documents import post_history
+from tests.documents import document, post_history
 
 PAGES = ["/", "/trends", "/compare", "/alerts"]
 TWINS = ["/index.json", "/trends.json", "/compare.json", "/alerts.json"]
@@ -41,6 +42,27 @@ def test_an_empty_database_shows_helpful_empty_states(anonymous: httpx.Client) -
         assert anonymous.get(path).status_code == 200, path
     assert anonymous.get("/index.json").json()["recent_runs"] == []
     assert anonymous.get("/trends.json").json()["series"] == []
+
+
+def test_branch_lists_read_only_the_newest_runs(
+    admin: httpx.Client, anonymous: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The overview's branches and the trends page's branch choices come from the newest
+    BRANCH_WINDOW runs, so that they cost the same however long the history: a branch whose
+    runs all fell out of the window is no longer listed (its URL still works)."""
+    from service.store import pages
+
+    monkeypatch.setattr(pages, "BRANCH_WINDOW", 4)
+    for i, branch in enumerate(["old", "old", "main", "main", "main", "dev"]):
+        doc = document(commit=f"w{i}", branch=branch, minutes=i)
+        assert admin.post("/api/v1/runs", json=doc).status_code == 201
+    data = anonymous.get("/index.json").json()
+    assert sorted((b["branch"], b["runs"]) for b in data["branches"]) == [("dev", 1), ("main", 3)]
+    assert data["branch_window"] == 4
+    assert anonymous.get("/trends.json").json()["choices"]["branches"] == ["dev", "main"]
+    old = anonymous.get("/trends.json", params={"repository": "acme/kernels", "branch": "old"})
+    assert old.status_code == 200 and old.json()["selection"]["branch"] == "old"
+    assert old.json()["shown_series"] == 1 and len(old.json()["series"][0]["points"]) == 2
 
 
 def test_overview_lists_branches_runs_alerts_and_queue(

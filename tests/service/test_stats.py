@@ -32,6 +32,7 @@ def test_batched_rank_tests_equal_one_call_per_pair(alternative: str) -> None:
     rng = np.random.default_rng(7)
     # Equal sizes (batched), odd ones out, small ones (exact test) and ties.
     sizes = [(30, 90)] * 12 + [(30, 60), (29, 90), (5, 6), (5, 6), (12, 12)]
+    sizes += [(5, 5)] * 8 + [(3, 40)] * 4 + [(1, 1), (8, 9), (9, 8)]
     pairs = [
         (rng.normal(100 + (i % 3 - 1) * 1.5, 1, n), np.round(rng.normal(100, 1, m), 1))
         for i, (n, m) in enumerate(sizes)
