@@ -25,7 +25,7 @@ def get_commit_metrics(
     # Written straight from plain data (see commit_metrics_data); tests hold it to the model.
     return Response(
         orjson.dumps(
-            commit_metrics_data(session, commit, repo_name, branch),
+            commit_metrics_data(session, commit, repo_name, branch, raw_ncu=True),
             option=orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS,
         ),
         media_type="application/json",
