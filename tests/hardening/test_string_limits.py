@@ -1,8 +1,9 @@
-"""Every string a result document carries has a documented maximum (its JSON Schema's maxLength,
-or a fixed form: an enum, a date-time, a sha), below what the database can store: a document
+"""Every string of a request body has a documented maximum (its JSON Schema's maxLength, or a
+fixed form: an enum, a date-time, a sha), below what the database can store: a result document
 with every string at its maximum, in characters of three UTF-8 bytes where the field allows them,
 is stored on SQLite and PostgreSQL (whose columns and index entries are bounded), and one
-character more answers 422 naming the field, storing nothing."""
+character more answers 422 naming the field, storing nothing. Parameters, kernel names and job
+labels, which sit in index entries, have limits of their own."""
 
 from __future__ import annotations
 
