@@ -16,8 +16,6 @@ from service.models import Job, Runner
 from service.models.base import utcnow
 from service.schemas.jobs import MAX_LABELS, label_key
 
-MAX_RUNNER_LABELS = MAX_LABELS
-
 
 def claimable_label_keys(labels: dict[str, Any]) -> list[str]:
     """Every label set a runner with `labels` satisfies: the keys of all their subsets.
@@ -25,7 +23,7 @@ def claimable_label_keys(labels: dict[str, Any]) -> list[str]:
     Matching by key equality keeps the claim a single indexed UPDATE on both databases instead
     of a JSON containment test that SQLite cannot index.
     """
-    items = sorted(labels.items())[:MAX_RUNNER_LABELS]
+    items = sorted(labels.items())[:MAX_LABELS]
     return [
         label_key(dict(subset))
         for size in range(len(items) + 1)
