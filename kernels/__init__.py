@@ -38,7 +38,7 @@ Workloads (``kernels.workloads``)
       distributions drawn on the GPU (``DeviceDraws``, cuRAND; other values)
     - ``reference(inputs, xp=numpy) -> dict``: the float64 outputs (plain float64 maths with
       ``xp`` = NumPy, or CuPy for the big shapes: ``reference_on_device`` says which ``check``
-      uses)
+      uses; for those ``check`` draws the inputs on the GPU too)
     - ``prepare(seed=0, library=None, *, inputs="host") -> Instance``: inputs uploaded (or,
       with ``inputs="device"``, drawn on the GPU: what the runner's timing processes use, since
       no kernel's time depends on the values), outputs allocated

@@ -54,11 +54,13 @@ def summarize(per_output: dict[str, dict], tolerance: float, precision: str) -> 
 
 
 def run_check(workload: Workload, seed: int = 0, library: Any = None) -> tuple[dict, dict]:
-    """Prepare, poison, launch once, compare with the reference: (summary, per-output detail)."""
-    inst = workload.prepare(seed, library)
+    """Prepare, poison, launch once, compare with the reference: (summary, per-output detail).
+    The big shapes (``reference_on_device``) draw their inputs on the GPU and are compared there."""
+    on_device = workload.reference_on_device
+    inst = workload.prepare(seed, library, inputs="device" if on_device else "host")
     try:
         xp: Any = np
-        if workload.reference_on_device:
+        if on_device:
             xp = inst.cp
         inst.poison()
         inst.launch()
