@@ -67,12 +67,6 @@ def series_pending(session: Session, series_id: int, branch: str | None = None) 
     return bool(session.scalar(select(query)))
 
 
-def runs_pending(session: Session, run_ids: list[int], column: ColumnElement) -> bool:
-    if not run_ids:
-        return False
-    return bool(session.scalar(select(exists().where(Run.id.in_(run_ids), column.is_(None)))))
-
-
 def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datetime | None]:
     """When the newest and the oldest run still waiting for any analysis were stored."""
     waiting = or_(Run.analysed_at.is_(None), Run.change_points_at.is_(None))

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import delete, select
 
 from service.analysis.backlog import process_pending
 from service.core.db import session_factory
 from service.core.settings import Settings
-from service.models import ChangePoint, Run
+from service.models import ChangePoint, Run, Verdict
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, post_history, sha_for
 from tests.live_server import LiveServer
@@ -143,3 +143,40 @@ def test_the_app_works_the_backlog_off_by_itself(settings: Settings) -> None:
             assert time.monotonic() < deadline, "the backlog was not worked off in 20 s"
             time.sleep(0.05)
         assert _verdict(metrics) == "regressed"
+
+
+def test_a_baseline_reads_the_same_with_and_without_its_verdict(
+    client: httpx.Client, engine
+) -> None:
+    """With a verdict, a result's baseline is the nearest of the verdict's baseline results (read
+    without walking the ancestry); while its run waits for analysis, the nearest earlier result
+    along the ancestry: the same commit, run and median, the later run of a commit measured
+    twice winning in both."""
+    post_line(client, [{"k": 100.0, "j": 40.0}, {"k": 104.0, "j": 41.0}])
+    again = document(commit="c1", parents=["c0"], ancestors=["c0"], minutes=1,
+                     medians={"k": 103.0, "j": 40.5}, seed=7)  # fmt: skip
+    head = document(commit="c2", parents=["c1"], ancestors=["c1", "c0"], minutes=2,
+                    medians={"k": 130.0, "j": 40.0}, seed=2)  # fmt: skip
+    for doc in (again, head):
+        answer = client.post("/api/v1/runs", json=doc)
+        assert answer.status_code == 201, answer.text
+
+    def baselines() -> tuple[bool, dict[str, dict]]:
+        body = client.get(f"/api/v1/commits/{sha_for('c2')}/metrics").json()
+        by_kernel = {k["kernel"]: m for w in body["workloads"] for k in w["kernels"]
+                     for m in k["metrics"]}  # fmt: skip
+        return body["analysis_pending"], {k: m["baseline"] for k, m in by_kernel.items()}
+
+    pending, judged = baselines()
+    assert pending is False
+    with session_factory(engine)() as session:  # the run as it was before its analysis
+        run = session.scalars(select(Run).where(Run.run_uuid == head["run_id"])).one()
+        session.execute(delete(Verdict).where(Verdict.run_id == run.id))
+        run.analysed_at = None
+        session.commit()
+    pending, walked = baselines()
+    assert pending is True
+    for kernel in ("k", "j"):
+        assert judged[kernel]["commit"] == walked[kernel]["commit"] == sha_for("c1")
+        assert judged[kernel]["run_id"] == walked[kernel]["run_id"] == again["run_id"]
+    assert walked["k"]["median"] == pytest.approx(103.0, rel=0.02)
