@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
 from dashboards import STATIC_DIR
 from service.api.access import ReadAccess
@@ -36,6 +37,7 @@ from service.core.settings import Settings
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
+DOCS_ASSETS = "/static/docs"
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool | None = None) -> FastAPI:
@@ -65,11 +67,15 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
                 await task
         engine.dispose()
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc served from here (fastapi-offline bundles
+    # them), not from a CDN: they work on a network without internet. Under /static/, which is
+    # open like the pages' own CSS and JavaScript; the OpenAPI they read keeps the read token.
+    app = FastAPIOffline(
         title="kernelwatch",
         version="1",
         summary="Continuous performance-regression tracking for GPU kernels",
         lifespan=lifespan,
+        static_url=DOCS_ASSETS,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -96,6 +102,9 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     document = RunDocument.model_json_schema(ref_template="#/components/schemas/{model}")
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components.update(document.pop("$defs", {}))
-    components["RunDocument"] = document
+    # Pydantic may answer with the model among its own $defs and a bare $ref to it: that $ref
+    # must not replace the definition (a component pointing at itself broke /redoc).
+    if set(document) != {"$ref"}:
+        components["RunDocument"] = document
     app.openapi_schema = schema
     return schema
