@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import sys
+import tempfile
 
 from service import cli_admin
 from service.core.logging import configure_logging
@@ -18,6 +20,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.api.app import create_app
     from service.core.connections import IDLE_ENV, PROTOCOL
+    from service.core.telemetry import MULTIPROC_ENV
 
     # The protocol reads it in every worker process: Settings validated it here.
     os.environ[IDLE_ENV] = str(settings.idle_timeout_seconds)
@@ -41,7 +44,17 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
         # kept-alive connection waits ~40 ms for the client's delayed ACK. Linux hands the
         # option down to the accepted connections.
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        Multiprocess(config, sockets=[sock]).run()
+        # The workers' Prometheus counters meet in one folder, so that /metrics on any of them
+        # sums all (service.core.telemetry); a fresh one per server unless the operator set it.
+        made = None
+        if not os.environ.get(MULTIPROC_ENV):
+            made = tempfile.mkdtemp(prefix="kernelwatch-prometheus-")
+            os.environ[MULTIPROC_ENV] = made
+        try:
+            Multiprocess(config, sockets=[sock]).run()
+        finally:
+            if made:
+                shutil.rmtree(made, ignore_errors=True)
         return 0
     uvicorn.run(
         create_app(settings), host=args.host, port=args.port, log_level=level, http=PROTOCOL

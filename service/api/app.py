@@ -25,6 +25,7 @@ from service.api.routes import (
     health,
     jobs,
     pages,
+    prometheus,
     runners,
     runs,
     series,
@@ -34,6 +35,7 @@ from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
+from service.core.telemetry import HttpMetrics
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
@@ -84,7 +86,9 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     install_error_handlers(app)
     app.add_middleware(RefuseNulInUrl)
     app.add_middleware(ReadAccess, settings=settings)
-    for module in (health, webhooks, runs, jobs, runners, commits, series, compare, alerts, pages):
+    app.add_middleware(HttpMetrics)  # outermost: it counts the 401s and 400s of the others too
+    routers = (health, prometheus, webhooks, runs, jobs, runners, commits, series, compare, alerts)
+    for module in (*routers, pages):
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

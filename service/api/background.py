@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from service.analysis.backlog import backlog_ages, process_pending
+from service.core import telemetry
 from service.core.settings import Settings
 from service.integrations import github
 from service.models.base import utcnow
@@ -32,7 +33,8 @@ async def reap_forever(factory: sessionmaker[Session], interval: float) -> None:
 
 def _reap_once(factory: sessionmaker[Session]) -> None:
     with factory() as session, session.begin():
-        reap(session)
+        expired = reap(session)
+    telemetry.JOBS_EXPIRED.inc(expired)
 
 
 class AnalysisWorker:

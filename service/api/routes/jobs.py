@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 from sqlalchemy import select
 
 from service.api.deps import AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
+from service.core import telemetry
 from service.core.errors import ApiError
 from service.models import Job, Repository
 from service.models.base import utcnow
@@ -96,16 +97,19 @@ def claim_job(
     runner: RunnerDep, session: SessionDep, settings: SettingsDep
 ) -> ClaimedJob | Response:
     """Take the oldest queued job this runner's labels allow, under a lease (runner)."""
-    queue.reap(session)
+    expired = queue.reap(session)
     runner.last_seen_at = utcnow()
     claimed = queue.claim(session, runner, settings.lease_seconds)
     if claimed is None:
         session.commit()
+        telemetry.JOBS_EXPIRED.inc(expired)
         return Response(status_code=204)
     repo = session.get(Repository, claimed.job.repository_id)
     assert repo is not None
     public = jobs_public(session, [claimed.job])[0]
     session.commit()
+    telemetry.JOBS_EXPIRED.inc(expired)
+    telemetry.JOBS_CLAIMED.inc()
     return ClaimedJob(job=public, clone_url=repo.clone_url, attempt_token=claimed.attempt_token)
 
 
@@ -129,6 +133,7 @@ def fail_job(job_id: RowId, body: FailureBody, runner: RunnerDep, session: Sessi
     queue.finish(session, job, succeeded=False, failure=body.log_tail, retry=body.retry)
     public = jobs_public(session, [job])[0]
     session.commit()
+    telemetry.JOBS_FAILED.inc()
     return public
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from functools import partial
 
 from fastapi import APIRouter, BackgroundTasks, Request
@@ -14,7 +15,7 @@ from service.analysis.backlog import analyse_run
 from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
-from service.core import failpoints
+from service.core import failpoints, telemetry
 from service.core.errors import ApiError
 from service.integrations import github
 from service.models import Commit, Repository, Result, Run
@@ -49,6 +50,7 @@ async def post_run(
     background: BackgroundTasks,
 ) -> JSONResponse:
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
+    started = time.perf_counter()
     body = await read_body(request, settings.max_body_bytes)
     raw, digest = parse_document(body)
     try:
@@ -78,6 +80,8 @@ async def post_run(
             else f"run {outcome.run_id} was already stored; nothing changed"
         ),
     )
+    telemetry.RUNS_INGESTED.labels("stored" if outcome.stored else "duplicate").inc()
+    telemetry.INGEST_SECONDS.observe(time.perf_counter() - started)
     if outcome.stored:
         await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if outcome.stored and outcome.pk is not None:
