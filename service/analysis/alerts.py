@@ -15,9 +15,22 @@ from service.analysis.attribution import attribute
 from service.analysis.baseline import ancestry
 from service.analysis.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.analysis.verdicts import class_floor
-from service.models import Alert, AlertEvent, Commit, Job, Result, Run, Runner, Series, Verdict
+from service.models import (
+    Alert,
+    AlertEvent,
+    Commit,
+    Job,
+    Repository,
+    Result,
+    Run,
+    Runner,
+    RunWorkload,
+    Series,
+    Verdict,
+)
 from service.models.base import utcnow
 from service.store import jobs as queue
+from service.store import notifications
 
 ACTIVE = ("suspected", "open", "acknowledged")
 
@@ -28,9 +41,31 @@ def transition(session: Session, alert: Alert, to_state: str, actor: str, note: 
             alert_id=alert.id, from_state=alert.state, to_state=to_state, actor=actor, note=note
         )
     )
+    confirmed = alert.state == "suspected" and to_state == "open"
     alert.state, alert.updated_by, alert.updated_at = to_state, actor, utcnow()
     if note:
         alert.note = note
+    if confirmed or to_state == "fixed":
+        _notify(session, alert, "alert_opened" if confirmed else "alert_fixed", note)
+
+
+def _notify(session: Session, alert: Alert, kind: str, note: str) -> None:
+    """The event for the configured webhooks (service.integrations.notify), written with the
+    state change: one per alert and kind."""
+    repository = session.get(Repository, alert.repository_id)
+    assert repository is not None
+    sha = commit_sha(session, alert.commit_id)
+    headline = alert.summary if kind == "alert_opened" else f"{alert.summary}; {note}"
+    notifications.record(
+        session,
+        kind,
+        f"alert {alert.id} {kind}",
+        repository.name,
+        alert.branch,
+        {"alert_id": alert.id, "state": alert.state, "commit": sha, "change": alert.change,
+         "confirmed_change": alert.confirmed_change, "summary": alert.summary, "note": note,
+         "headline": headline[:1000], "path": f"/alerts/{alert.id}"},
+    )  # fmt: skip
 
 
 def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attempts: int) -> None:
@@ -292,3 +327,37 @@ def confirm(
                 f"not reproduced interleaved: {change:+.1%} (p = {p:.2g})",
             )
     return alerts
+
+
+def notify_broken(session: Session, run: Run) -> None:
+    """A run whose build failed or whose workloads failed their correctness check: an event
+    for the configured webhooks (one per run; the watched branches are the targets' filter)."""
+    failing = [
+        f"{name} {params_key}"
+        for name, params_key in session.execute(
+            select(RunWorkload.name, RunWorkload.params_key).where(
+                RunWorkload.run_id == run.id, RunWorkload.status == "correctness_failed"
+            )
+        )
+    ]
+    if run.build_status == "ok" and not failing:
+        return
+    repository = session.get(Repository, run.repository_id)
+    assert repository is not None
+    sha = commit_sha(session, run.commit_id)
+    if run.build_status != "ok":
+        what = "the build failed"
+    else:
+        what = f"{len(failing)} workload(s) failed their correctness check: " + ", ".join(
+            failing[:5]
+        )
+    notifications.record(
+        session,
+        "run_broken",
+        f"run {run.run_uuid} broken",
+        repository.name,
+        run.branch,
+        {"run_id": run.run_uuid, "commit": sha, "build_status": run.build_status,
+         "correctness_failed": failing, "headline": f"{sha[:12]}: {what}",
+         "path": f"/commits/{sha}"},
+    )  # fmt: skip

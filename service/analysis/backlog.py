@@ -28,7 +28,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, exists, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.analysis.alerts import update_alerts
+from service.analysis.alerts import notify_broken, update_alerts
 from service.analysis.changepoints import Segmented, update_change_points
 from service.analysis.evaluate import evaluate_run
 from service.core.db import one_writer
@@ -92,6 +92,7 @@ def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, int] | N
         assert run is not None
         verdicts = evaluate_run(session, run)
         update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
+        notify_broken(session, run)
         return run.run_uuid, _reopen_descendants(session, run)
 
 

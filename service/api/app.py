@@ -36,6 +36,7 @@ from service.core.migrate import upgrade
 from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
 from service.core.telemetry import HttpMetrics
+from service.integrations import notify
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
             tasks.append(reap_forever(factory, settings.reaper_interval_seconds))
         if settings.analysis_poll_seconds > 0:
             tasks.append(analysis.forever())
+        if settings.notify_webhooks:
+            tasks.append(notify.deliver_forever(factory, settings))
         running = [asyncio.create_task(t) for t in tasks]
         tune_garbage_collector()
         yield

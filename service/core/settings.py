@@ -3,9 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import AnyHttpUrl, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class WebhookTarget(BaseModel):
+    """One outgoing webhook: where (a secret: Slack's URLs hold their token, and the URL is never
+    logged; the name stands for it), in which form, for which branches."""
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")
+    url: SecretStr
+    format: Literal["slack", "json"] = "json"
+    branches: list[str] | None = Field(
+        default=None, description="branches whose events it gets; default: notify_branches"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: SecretStr) -> SecretStr:
+        AnyHttpUrl(url.get_secret_value())  # refuses what is not an http(s) URL
+        return url
 
 
 class Settings(BaseSettings):
@@ -76,6 +95,20 @@ class Settings(BaseSettings):
     public_url: str | None = Field(
         default=None, description="this service's URL, for links back (commit status targets)"
     )
+    notify_webhooks: list[WebhookTarget] = Field(
+        default_factory=list,
+        description='outgoing webhooks, JSON: [{"name": "team-chat", "url": "https://...", '
+        '"format": "slack" | "json", "branches": ["main"]}]',
+    )
+    notify_branches: list[str] = Field(
+        default_factory=lambda: ["main", "master"],
+        description='the watched branches whose events are sent ("*": all)',
+    )
+    notify_poll_seconds: float = Field(default=2.0, gt=0, description="how often events are sent")
+    notify_max_attempts: int = Field(
+        default=8, ge=1, description="tries of an event before it is dropped"
+    )
+    notify_timeout_seconds: float = Field(default=10.0, gt=0, description="per webhook request")
 
     @field_validator("database_url")
     @classmethod

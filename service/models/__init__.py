@@ -3,6 +3,7 @@
 from service.models.alert import Alert, AlertEvent, ChangePoint
 from service.models.base import Base
 from service.models.job import Job, WebhookDelivery
+from service.models.notification import Notification, NotificationTarget
 from service.models.profile import NcuKernel, TimelineEntry
 from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
@@ -20,6 +21,8 @@ __all__ = [
     "CorrectnessOutcome",
     "Job",
     "NcuKernel",
+    "Notification",
+    "NotificationTarget",
     "Repository",
     "Result",
     "Run",
