@@ -7,7 +7,9 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -17,7 +19,8 @@ from service.core.settings import Settings
 from service.core.tokens import new_token, token_hash
 from service.models import Repository, Runner
 from service.models.base import utcnow
-from service.schemas.jobs import check_labels
+from service.schemas.document import Name
+from service.schemas.jobs import JobCreate, check_labels
 from service.store import jobs as queue
 from service.store.upsert import get_or_create
 
@@ -26,6 +29,34 @@ _LABEL = re.compile(r"^[\w.-]{1,100}=[^,]{0,200}$")
 
 class CliError(Exception):
     """A problem the user can fix; printed without a traceback."""
+
+
+# The API's field names as the command line spells them.
+FLAGS = {"repository": "--repo", "sha": "--sha", "branch": "--branch",
+         "clone_url": "--clone-url", "labels": "--labels"}  # fmt: skip
+RUNNER_NAME = TypeAdapter(Name)  # a runner's name, as a result document may give it
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], **fields: object) -> M:
+    """The arguments checked by the API's own model: one line naming each bad flag."""
+    try:
+        return model(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        bad = "; ".join(
+            f"{FLAGS.get(str(e['loc'][0]), e['loc'][0]) if e['loc'] else 'arguments'}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise CliError(f"invalid arguments: {bad}") from None
+
+
+def runner_name(name: str) -> str:
+    try:
+        return RUNNER_NAME.validate_python(name)
+    except ValidationError as exc:
+        raise CliError(f"invalid runner name {name!r}: {exc.errors()[0]['msg']}") from None
 
 
 def parse_labels(text: str) -> dict[str, str]:
@@ -54,6 +85,7 @@ def _session(settings: Settings) -> Iterator[Session]:
 
 
 def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
+    runner_name(args.name)
     labels = parse_labels(args.labels or "")
     token = new_token("kwr")
     with _session(settings) as session:
@@ -79,6 +111,7 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    runner_name(args.name)
     with _session(settings) as session:
         runner = session.scalars(select(Runner).where(Runner.name == args.name)).one_or_none()
         if runner is None or runner.token_hash is None:
@@ -89,8 +122,9 @@ def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
-    if not re.fullmatch(r"[0-9a-fA-F]{40}", args.sha):
-        raise CliError("--sha must be a full 40-digit commit sha")
+    labels = parse_labels(args.labels) if args.labels else None
+    job = validated(JobCreate, repository=args.repo, sha=args.sha, branch=args.branch,
+                    clone_url=args.clone_url, labels=labels)  # fmt: skip
     with _session(settings) as session:
         repo = session.scalars(select(Repository).where(Repository.name == args.repo)).one_or_none()
         if repo is None and not args.clone_url:
@@ -104,12 +138,12 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
                 runner_label_sets=[{}],
                 created_at=utcnow(),
             )
-        label_sets = [parse_labels(args.labels)] if args.labels else repo.runner_label_sets
+        label_sets = [job.labels] if job.labels is not None else repo.runner_label_sets
         jobs = queue.enqueue(
             session,
             repository_id=repo.id,
-            sha=args.sha.lower(),
-            branch=args.branch,
+            sha=job.sha.lower(),
+            branch=job.branch,
             label_sets=label_sets,
             max_attempts=settings.max_attempts,
             summary="queued by hand",
@@ -121,6 +155,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
 
 def repo_runner_labels(args: argparse.Namespace, settings: Settings) -> int:
     label_sets = [parse_labels(text) for text in args.label_sets] or [{}]
+    validated(JobCreate, repository=args.name, sha="0" * 40, clone_url=args.clone_url)
     with _session(settings) as session:
         repo = get_or_create(
             session,

@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as SqlTimeoutError
@@ -39,6 +40,10 @@ def validation_response(errors: list[Any], what: str) -> JSONResponse:
         status_code=422,
         content={"detail": f"invalid {what}: {head}{more}", "errors": described},
     )
+
+
+def _detail(answer: JSONResponse) -> str:
+    return str(orjson.loads(answer.body)["detail"])
 
 
 class RefuseNulInUrl:
@@ -76,8 +81,14 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(RequestValidationError)
-    async def _request_invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return validation_response(list(exc.errors()), "request")
+    async def _request_invalid(request: Request, exc: RequestValidationError) -> Response:
+        answer = validation_response(list(exc.errors()), "request")
+        if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
+            # A page: the same status and words as its JSON twin, on a page a person can read.
+            from service.api.render import error_page
+
+            return error_page(request, ApiError(answer.status_code, _detail(answer)))
+        return answer
 
     @app.exception_handler(ValidationError)
     async def _model_invalid(_request: Request, exc: ValidationError) -> JSONResponse:

@@ -67,7 +67,7 @@ def render(
 
 def error_page(request: Request, exc: ApiError) -> HTMLResponse:
     """A readable page for the errors the JSON twins answer as {"detail": ...}."""
-    titles = {400: "Bad request", 404: "Not found", 409: "Conflict"}
+    titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 422: "Invalid request"}
     return render(
         request,
         "error.html",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -253,3 +254,26 @@ def test_plotly_is_served_by_the_service_itself(admin: httpx.Client) -> None:
     assert len(bundle.content) > 1_000_000
     assert admin.get("/static/pages.js").status_code == 200
     assert admin.get("/static/style.css").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("page", "twin"),
+    [
+        ("/alerts?state=bogus", "/alerts.json?state=bogus"),
+        ("/alerts?limit=0", "/alerts.json?limit=0"),
+        ("/trends?points=abc", "/trends.json?points=abc"),
+        ("/trends?series=0", "/trends.json?series=0"),
+        ("/trends?points=5000", "/trends.json?points=5000"),
+        ("/commits/zz", "/commits/zz.json"),
+        ("/commits/abcd1234", "/commits/abcd1234.json"),
+    ],
+)
+def test_a_page_refuses_what_its_json_twin_refuses_in_the_same_words(
+    anonymous: httpx.Client, page: str, twin: str
+) -> None:
+    as_json, as_page = anonymous.get(twin), anonymous.get(page)
+    assert 400 <= as_json.status_code < 500
+    assert as_page.status_code == as_json.status_code
+    assert as_page.headers["content-type"].startswith("text/html")
+    shown = re.search(r'<p class="error-detail">(.*?)</p>', as_page.text, re.S)
+    assert shown is not None and html.unescape(shown.group(1)) == as_json.json()["detail"]

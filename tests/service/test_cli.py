@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 BIN = Path(sys.executable).parent
 
@@ -121,3 +123,42 @@ def test_runner_token_create_and_revoke(tmp_path: Path) -> None:
         assert kernelwatch("runner-token", "revoke", "h100-a").returncode == 0
         assert client.post("/api/v1/runners/heartbeat").status_code == 401
     assert kernelwatch("runner-token", "revoke", "nobody").returncode == 1
+
+
+SHA = "a" * 40
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["enqueue", "--repo", "acme/k", "--sha", SHA, "--clone-url=-oops"],
+         "--clone-url: String should match pattern"),
+        (["enqueue", "--repo", "acme/k", "--sha", "abc"], "--sha: String should have at least 40"),
+        (["enqueue", "--repo", "bad repo", "--sha", SHA, "--clone-url", "https://x/y.git"],
+         "--repo: String should match pattern"),
+        (["enqueue", "--repo", "acme/k", "--sha", SHA, "--branch", ""],
+         "--branch: String should have at least 1 character"),
+        (["enqueue", "--repo", "acme/k", "--sha", SHA, "--labels", "nokey"],
+         "label 'nokey' is not key=value"),
+        (["repo", "runner-labels", "acme/k", "--clone-url=-x"],
+         "--clone-url: String should match pattern"),
+        (["runner-token", "create", ""], "invalid runner name ''"),
+        (["runner-token", "create", "gpu-1", "--labels", ",".join(f"k{i}=v" for i in range(11))],
+         "at most 10"),
+    ],
+)  # fmt: skip
+def test_bad_arguments_get_one_line_and_change_nothing(
+    tmp_path: Path, args: list[str], says: str
+) -> None:
+    """As the API refuses them (the same models), in one line, exit 1, nothing stored."""
+    done = subprocess.run([BIN / "kernelwatch", *args], env=_env(tmp_path), capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("kernelwatch: ") and says in line, line
+    database = tmp_path / "data" / "kernelwatch.db"
+    if database.exists():
+        with sqlite3.connect(database) as conn:
+            counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                      for t in ("jobs", "repositories", "runners")]  # fmt: skip
+        assert counts == [0, 0, 0]

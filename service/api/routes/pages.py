@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, get_args
 
 import orjson
 from fastapi import APIRouter, Depends, Query, Request
@@ -60,7 +60,11 @@ def trend_query(
 
 
 TrendQueryDep = Annotated[TrendQuery, Depends(trend_query)]
-AlertStates = Query([], description="repeatable; default: suspected, open, acknowledged")
+# The alert states (the API's) and "all": anything else is a 422, on a page as on its twin.
+PageAlertState = Literal[
+    "all", "suspected", "open", "acknowledged", "fixed", "invalid", "dismissed"
+]
+AlertStates = Query([], description="repeatable; default: suspected, open, acknowledged; all")
 
 
 def _json(data: dict[str, Any]) -> Response:
@@ -142,7 +146,7 @@ def compare_json(
 @router.get("/alerts.json")
 def alerts_json(
     session: SessionDep,
-    state: list[str] = AlertStates,
+    state: list[PageAlertState] = AlertStates,
     repository: str | None = None,
     limit: int = Query(200, ge=1, le=1000),
 ) -> JSONResponse:
@@ -150,7 +154,7 @@ def alerts_json(
     return _json(views.alerts_page(session, _states(state), repository, limit))
 
 
-def _states(state: list[str]) -> list[str]:
+def _states(state: list[PageAlertState]) -> list[str]:
     if "all" in state:
         return []
     return [s for s in state if s] or list(ACTIVE_ALERT_STATES)
@@ -241,7 +245,7 @@ def compare_page(
 def alerts_page(
     request: Request,
     session: SessionDep,
-    state: list[str] = AlertStates,
+    state: list[PageAlertState] = AlertStates,
     repository: str | None = None,
     limit: int = Query(200, ge=1, le=1000),
 ) -> HTMLResponse:
@@ -253,8 +257,7 @@ def alerts_page(
             "title": "Alerts",
             "json_url": "/alerts.json" + (f"?{suffix}" if suffix else ""),
             "data": views.alerts_page(session, _states(state), repository, limit),
-            "all_states": ["all", "suspected", "open", "acknowledged", "fixed", "invalid",
-                           "dismissed"],
+            "all_states": list(get_args(PageAlertState)),
             "figures": {},
         }  # fmt: skip
 
