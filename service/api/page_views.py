@@ -200,12 +200,28 @@ def compare_page(
 
 
 def alerts_page(
-    session: Session, states: list[str], repository: str | None, limit: int
+    session: Session,
+    states: list[str],
+    repository: str | None,
+    limit: int,
+    fallback: bool = False,
 ) -> dict[str, Any]:
+    """The alerts in `states`, newest first. With `fallback` (no state asked for) and none that
+    needs attention, the newest of any state instead, saying so: the page is never blank while
+    kernelwatch has found something."""
     repo_id = repository_named(session, repository).id if repository else None
-    alerts = alerts_public(session, store.alerts(session, states, repo_id, limit), events=True)
+    found = store.alerts(session, states, repo_id, limit)
+    notice = None
+    if fallback and not found:
+        found = store.alerts(session, [], repo_id, limit)
+        if found:
+            states = []
+            notice = ("Nothing needs attention: no alert is suspected, open or acknowledged. "
+                      "The most recent alerts of any state:")  # fmt: skip
+    alerts = alerts_public(session, found, events=True)
     return {
         "states": states,
         "repository": repository,
+        "notice": notice,
         "alerts": [a.model_dump(mode="json") for a in alerts],
     }

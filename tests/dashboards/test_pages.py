@@ -242,6 +242,15 @@ def test_alerts_page_lists_and_triage_goes_through_the_api(
     (listed,) = anonymous.get("/alerts.json?state=acknowledged").json()["alerts"]
     assert listed["note"] == "looking into it"
     assert "looking into it" in anonymous.get("/alerts?state=all").text
+    # Fixed: nothing needs attention, and the default view shows the newest alerts instead.
+    fixed = admin.patch(f"/api/v1/alerts/{alert['id']}", json={"state": "fixed", "actor": "ada"})
+    assert fixed.status_code == 200
+    default = anonymous.get("/alerts.json").json()
+    assert [a["id"] for a in default["alerts"]] == [alert["id"]]
+    assert default["notice"].startswith("Nothing needs attention")
+    assert default["notice"] in html.unescape(anonymous.get("/alerts").text)
+    asked = anonymous.get("/alerts.json?state=open").json()  # asked for: no stand-in
+    assert asked["alerts"] == [] and asked["notice"] is None
 
 
 def test_plotly_is_served_by_the_service_itself(admin: httpx.Client) -> None:

@@ -21,6 +21,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from pydantic import Field
+from sqlalchemy.orm import Session
 
 from dashboards.figures import trend_figure
 from service.api import page_views as views
@@ -151,7 +152,15 @@ def alerts_json(
     limit: int = Query(200, ge=1, le=1000),
 ) -> JSONResponse:
     """The alerts page's data, newest first."""
-    return _json(views.alerts_page(session, _states(state), repository, limit))
+    return _json(alerts_data(session, state, repository, limit))
+
+
+def alerts_data(
+    session: Session, state: list[PageAlertState], repository: str | None, limit: int
+) -> dict[str, Any]:
+    """The page's and its twin's data: without a state asked for, what needs attention, or
+    else the newest alerts of any state."""
+    return views.alerts_page(session, _states(state), repository, limit, fallback=not state)
 
 
 def _states(state: list[PageAlertState]) -> list[str]:
@@ -256,7 +265,7 @@ def alerts_page(
         return {
             "title": "Alerts",
             "json_url": "/alerts.json" + (f"?{suffix}" if suffix else ""),
-            "data": views.alerts_page(session, _states(state), repository, limit),
+            "data": alerts_data(session, state, repository, limit),
             "all_states": list(get_args(PageAlertState)),
             "figures": {},
         }  # fmt: skip
