@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,3 +114,22 @@ def job(url: str, job_id: int) -> dict:
 
 def tail(path: Path, chars: int = 4000) -> str:
     return path.read_text(errors="replace")[-chars:] if path.exists() else "(no log)"
+
+
+@contextlib.contextmanager
+def demo_process(tmp_path: Path) -> Iterator[str]:
+    """`kernelwatch demo` as a person starts it (its data under tmp_path): its URL."""
+    port = free_port()
+    exe = Path(sys.executable).with_name("kernelwatch")
+    env = {"KERNELWATCH_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    with open(tmp_path / "demo.log", "w") as log:
+        proc = subprocess.Popen(
+            [exe, "demo", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, proc, timeout=180)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -19,7 +17,7 @@ from service.core.db import create_db_engine
 from service.core.settings import Settings
 from service.demo import DemoError, demo_settings, load_demo
 from service.models import Alert, Commit, Run, Verdict
-from tests.e2e import free_port, wait_for
+from tests.e2e import demo_process
 
 MANIFEST = json.loads((DEMO_DIR / "manifest.json").read_text())
 REGRESSION, FIX = (
@@ -66,22 +64,10 @@ def test_a_broken_bundle_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_kernelwatch_demo_serves_the_pages(tmp_path: Path) -> None:
-    port = free_port()
-    exe = Path(sys.executable).with_name("kernelwatch")
-    env = {"KERNELWATCH_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    with open(tmp_path / "demo.log", "w") as log:
-        proc = subprocess.Popen(
-            [exe, "demo", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, proc, timeout=120)
-            alerts = httpx.get(f"{url}/api/v1/alerts").json()
-            assert [a["state"] for a in alerts] == ["fixed"]
-            page = httpx.get(f"{url}/alerts?state=fixed")
-            assert page.status_code == 200 and "transpose" in page.text
-            assert not (tmp_path / "kernelwatch.db").exists()  # the real database is untouched
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    with demo_process(tmp_path) as url:
+        alerts = httpx.get(f"{url}/api/v1/alerts").json()
+        assert [a["state"] for a in alerts] == ["fixed"]
+        page = httpx.get(f"{url}/alerts?state=fixed")
+        assert page.status_code == 200 and "transpose" in page.text
+        assert not (tmp_path / "kernelwatch.db").exists()  # the real database is untouched
     assert "documents loaded" in (tmp_path / "demo.log").read_text()

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import html
 import re
-import subprocess
-import sys
 from collections import deque
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
-from tests.e2e import free_port, wait_for
+from tests.e2e import demo_process
 
 FOLLOWED = ("/", "/commits/", "/alerts", "/trends")  # pages whose own links are followed too
 MAX_FETCHES = 400
@@ -41,21 +39,8 @@ def main_table_rows(page: str) -> int | None:
 
 
 def test_every_link_of_the_demo_answers_and_no_main_table_is_empty(tmp_path: Path) -> None:
-    port = free_port()
-    exe = Path(sys.executable).with_name("kernelwatch")
-    env = {"KERNELWATCH_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    with open(tmp_path / "demo.log", "w") as log:
-        proc = subprocess.Popen(
-            [exe, "demo", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, proc, timeout=180)
-            with httpx.Client(base_url=url, timeout=60) as client:
-                visited, problems = crawl(client)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
+    with demo_process(tmp_path) as url, httpx.Client(base_url=url, timeout=60) as client:
+        visited, problems = crawl(client)
     assert problems == []
     kinds = {urlsplit(p).path.split("/")[1] for p in visited}
     assert {"", "commits", "alerts", "trends", "compare", "docs"} <= kinds, kinds
