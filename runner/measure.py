@@ -35,6 +35,7 @@ class Phase:
     listing: list[dict[str, Any]] = field(default_factory=list)
     device: dict[str, Any] = field(default_factory=dict)
     stderr_tail: str = ""
+    suite_error: str = ""  # the suite's module cannot give its workloads (runner.worker)
 
 
 def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any]:
@@ -78,14 +79,17 @@ def run_phase(
         tail = _one_worker(suite, mode, run_ids, env, seed, phase, on_done)
         phase.stderr_tail = tail
         if mode == "list":
+            if phase.suite_error:
+                raise RuntimeError(phase.suite_error)
             if not phase.listing:
                 raise RuntimeError(f"the suite's workloads module could not be listed:\n{tail}")
             return phase
         remaining = [i for i in remaining if i not in phase.outcomes]
         if remaining and len(phase.outcomes) == done_before:
             # A worker that dies between workloads would otherwise be restarted forever.
+            why = phase.suite_error or f"worker died\n{tail}"
             for wid in remaining:
-                phase.outcomes[wid] = Outcome("crashed", error=f"worker died\n{tail}")
+                phase.outcomes[wid] = Outcome("crashed", error=why)
             remaining = []
         if not remaining:
             return phase
@@ -227,6 +231,8 @@ def _handle(
     if event == "list":
         phase.listing = message["workloads"]
         phase.device = message.get("device", {})
+    elif event == "suite_error":
+        phase.suite_error = message["error"]
     elif event == "start":
         return message["id"], time.monotonic()
     elif event in ("result", "error"):

@@ -195,12 +195,58 @@ def _timeline_tags(config: dict[str, Any]) -> set[str]:
         return set()
 
 
+REQUIRED = ("id", "name", "params", "kernels", "tags", "precision", "tolerance", "flops",
+            "bytes", "prepare")  # fmt: skip
+
+
+class SuiteProblem(Exception):
+    """The suite's workloads cannot be had: one line saying what to fix."""
+
+
+def suite_workloads(ref: str) -> dict[str, Any]:
+    """The suite's workloads by id, or SuiteProblem naming what is wrong with its module."""
+    module_name = ref.partition(":")[0]
+    try:
+        module = _import(ref)
+    except Exception as exc:  # ImportError, or whatever its import raised
+        why = _one_line(exc)
+        raise SuiteProblem(f"the workloads module {module_name!r} (kernelwatch.toml [suite] "
+                           f"workloads) cannot be imported: {why}") from None  # fmt: skip
+    if not callable(getattr(module, "all_workloads", None)):
+        raise SuiteProblem(f"the workloads module {module_name!r} has no all_workloads(): "
+                           "define it to return the suite's workloads")  # fmt: skip
+    try:
+        listed = list(module.all_workloads())
+    except Exception as exc:
+        raise SuiteProblem(f"all_workloads() of {module_name!r} raised {_one_line(exc)}") from None
+    workloads: dict[str, Any] = {}
+    for w in listed:
+        missing = [a for a in REQUIRED if not hasattr(w, a)]
+        if missing or not callable(getattr(w, "prepare", None)):
+            label = getattr(w, "id", repr(w))
+            raise SuiteProblem(f"workload {label!r} has no {', '.join(missing) or 'prepare()'}: a "
+                               f"workload needs {', '.join(REQUIRED)}(seed)")  # fmt: skip
+        if w.id in workloads:
+            raise SuiteProblem(f"workload id {w.id!r} is given twice: every id must be unique "
+                               "(it names the workload's series)")  # fmt: skip
+        workloads[w.id] = w
+    return workloads
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
 def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     protocol = Protocol()
     sys.path.insert(0, config["root"])
-    module = _import(config["workloads"])
-    workloads = {w.id: w for w in module.all_workloads()}
+    try:
+        workloads = suite_workloads(config["workloads"])
+    except SuiteProblem as exc:
+        protocol.send(event="suite_error", error=str(exc))
+        return 2
     if config["mode"] == "list":  # listing a suite needs no GPU: say why there is none instead
         device = _device_or_why() if config["device"] == "cuda" else {}
         protocol.send(

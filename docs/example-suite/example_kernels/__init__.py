@@ -1,0 +1,1 @@
+"""An example kernelwatch suite (docs/suites.md)."""

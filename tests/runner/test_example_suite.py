@@ -1,0 +1,102 @@
+"""docs/example-suite as docs/suites.md promises it: listed without a GPU, each documented mistake
+refused in the documented words, in one line; correct and timed on a GPU."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "docs" / "example-suite"
+DOC = (ROOT / "docs" / "suites.md").read_text()
+RUNNER = Path(sys.executable).with_name("kernelwatch-runner")
+
+
+def runner_list(repo: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RUNNER, "list", "--repo", str(repo), "--json"], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+def test_the_example_lists_without_a_gpu() -> None:
+    done = runner_list(EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    listed = {w["id"]: w for w in json.loads(done.stdout)}
+    assert set(listed) == {"saxpy[n=4096]", "saxpy[n=16777216]"}
+    small = listed["saxpy[n=4096]"]
+    assert small["kernels"] == ["saxpy"] and small["flops"] == 2 * 4096
+    assert small["timing_method"] == "cupti"
+    assert listed["saxpy[n=16777216]"]["timing_method"] == "cuda_events"
+
+
+def _edit(path: str, old: str, new: str) -> Callable[[Path], None]:
+    def change(repo: Path) -> None:
+        file = repo / path
+        text = file.read_text()
+        assert old in text, f"{old!r} not in {path}"
+        file.write_text(text.replace(old, new))
+
+    return change
+
+
+MISTAKES = {
+    "no kernelwatch.toml": (lambda repo: (repo / "kernelwatch.toml").unlink(),
+                            "kernelwatch.toml does not exist: declare the suite there"),
+    "a TOML typo": (_edit("kernelwatch.toml", 'name = "example"', 'name = "example'),
+                    "kernelwatch.toml is not valid TOML: "),
+    "device gpu": (_edit("kernelwatch.toml", 'device = "cuda"', 'device = "gpu"'),
+                   "[suite] device must be 'cuda' or 'cpu', not 'gpu'"),
+    "no such module": (_edit("kernelwatch.toml", "example_kernels.workloads",
+                             "example_kernels.workload"),
+                       "the workloads module 'example_kernels.workload' (kernelwatch.toml [suite] "
+                       "workloads) cannot be imported: ModuleNotFoundError: "),
+    "no all_workloads": (_edit("example_kernels/workloads.py", "def all_workloads",
+                               "def workloads"),
+                         "the workloads module 'example_kernels.workloads' has no "
+                         "all_workloads(): define it to return the suite's workloads"),
+    "one id twice": (_edit("example_kernels/workloads.py", "Saxpy(1 << 24,", "Saxpy(1 << 12,"),
+                     "workload id 'saxpy[n=4096]' is given twice: every id must be unique"),
+    "no prepare": (_edit("example_kernels/workloads.py", "def prepare(", "def prepared("),
+                   "workload 'saxpy[n=4096]' has no prepare: a workload needs id, name, params, "
+                   "kernels, tags, precision, tolerance, flops, bytes, prepare(seed)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mistake", list(MISTAKES))
+def test_each_documented_mistake_gets_its_documented_line(tmp_path: Path, mistake: str) -> None:
+    change, says = MISTAKES[mistake]
+    assert says.split(": ...")[0] in DOC.replace("`", ""), f"docs/suites.md lacks {says!r}"
+    repo = tmp_path / "suite"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    change(repo)
+    done = runner_list(repo)
+    assert done.returncode != 0
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("kernelwatch-runner list: error: ") and says in line, line
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.gpu
+def test_the_example_is_correct_and_timed_on_a_gpu() -> None:
+    from runner.measure import run_phase
+    from runner.suite import load_suite
+
+    suite = load_suite(EXAMPLE)
+    ids = ["saxpy[n=4096]", "saxpy[n=16777216]"]
+    checked = run_phase(suite, "check", ids)
+    for wid in ids:
+        outcome = checked.outcomes[wid]
+        assert outcome.status == "ok" and outcome.result["passed"], outcome
+    timed = run_phase(suite, "time", ids)
+    methods = {wid: timed.outcomes[wid].result["method"] for wid in ids}
+    assert methods == {"saxpy[n=4096]": "cupti", "saxpy[n=16777216]": "cuda_events"}
+    big = timed.outcomes["saxpy[n=16777216]"].result
+    # 201 MB moved: at most the H100's 3.35 TB/s, at least a tenth of it
+    assert 60 <= big["median"] <= 600, big["median"]
+    assert re.fullmatch(r"\w+", big["unit"])
