@@ -95,6 +95,10 @@ def commit_page(
         **metrics.model_dump(mode="json"),
         "rows": rows,
         "run_details": [_run_detail(r, peaks[uuid]) for uuid, r in runs.items()],
+        "alerts": [
+            {"role": role, **a.model_dump(mode="json", include=ALERT_FIELDS)}
+            for a, role in zip(*_alerts_at(session, commit.id), strict=True)
+        ],
     }
     figures: dict[str, Any] = {}
     if bars:
@@ -103,6 +107,15 @@ def commit_page(
         figures[f"breakdown{i}"] = breakdown_figure(shares, title=title)
     data["breakdown_titles"] = list(breakdowns)
     return data, figures
+
+
+ALERT_FIELDS = {"id", "state", "change", "summary", "commit", "branch"}
+
+
+def _alerts_at(session: Session, commit_id: int) -> tuple[list[Any], list[str]]:
+    """The alerts the commit opened, started or fixed (as the alerts API shows them), and how."""
+    found = store.alerts_at_commit(session, commit_id)
+    return alerts_public(session, [a for a, _ in found]), [role for _, role in found]
 
 
 def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | None) -> dict:

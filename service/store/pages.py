@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
@@ -141,6 +141,30 @@ def alerts(
     if repository_id is not None:
         query = query.where(Alert.repository_id == repository_id)
     return list(session.scalars(query))
+
+
+def alerts_at_commit(session: Session, commit_id: int) -> list[tuple[Alert, str]]:
+    """The alerts a commit opened, was found to start (bisection) or fixed, with which."""
+    found = session.scalars(
+        select(Alert)
+        .where(
+            or_(
+                Alert.commit_id == commit_id,
+                Alert.first_bad_commit_id == commit_id,
+                Alert.fixed_by_commit_id == commit_id,
+            )
+        )
+        .order_by(Alert.id)
+    ).all()
+    out = []
+    for a in found:
+        if a.fixed_by_commit_id == commit_id:
+            out.append((a, "fixed here"))
+        elif a.first_bad_commit_id == commit_id and a.commit_id != commit_id:
+            out.append((a, "started here (bisection)"))
+        else:
+            out.append((a, "opened here"))
+    return out
 
 
 def runners(session: Session) -> list[Runner]:

@@ -183,6 +183,11 @@ def test_commit_page_shows_medians_changes_throughput_and_profiles(
     assert breakdown["data"][0]["y"][-1] == "gemm_bwd_nt_dinput"  # the largest share on top
     changes = figure(page, "changes")
     assert len(changes["data"][0]["x"]) == 3
+    # The alert this commit opened, linked; the commit before it has none.
+    (alert,) = data["alerts"]
+    assert alert["role"] == "opened here" and alert["commit"] == sha
+    assert f'href="/alerts?state=all#alert-{alert["id"]}"' in page
+    assert anonymous.get(f"/commits/{history.sha(0)}.json").json()["alerts"] == []
 
 
 def test_commit_errors_are_a_page_or_json(anonymous: httpx.Client) -> None:

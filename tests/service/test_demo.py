@@ -69,5 +69,9 @@ def test_kernelwatch_demo_serves_the_pages(tmp_path: Path) -> None:
         assert [a["state"] for a in alerts] == ["fixed"]
         page = httpx.get(f"{url}/alerts?state=fixed")
         assert page.status_code == 200 and "transpose" in page.text
+        # The commits link the alert they opened and the one they fixed.
+        for sha, role in ((REGRESSION, "opened here"), (FIX, "fixed here")):
+            (linked,) = httpx.get(f"{url}/commits/{sha}.json").json()["alerts"]
+            assert linked["id"] == alerts[0]["id"] and linked["role"] == role
         assert not (tmp_path / "kernelwatch.db").exists()  # the real database is untouched
     assert "documents loaded" in (tmp_path / "demo.log").read_text()
