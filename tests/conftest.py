@@ -11,7 +11,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -153,3 +153,33 @@ def server(settings: Settings) -> Iterator[LiveServer]:
 
     with LiveServer(create_app(settings, migrate=False)) as live:
         yield live
+
+
+# --- headless Chromium (the dashboards' and the API docs' browser tests) ----------------------
+
+CHROMIUM = os.environ.get("KERNELWATCH_CHROMIUM", "/usr/bin/chromium")
+
+
+def _chromium_missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set KERNELWATCH_CHROMIUM)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[dev]')"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright; never a downloaded browser."""
+    reason = _chromium_missing()
+    if reason:
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        # --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()

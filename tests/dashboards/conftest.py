@@ -86,33 +86,7 @@ def anonymous(server: LiveServer) -> Iterator[httpx.Client]:
 
 # --- headless Chromium --------------------------------------------------------------------------
 
-CHROMIUM = os.environ.get("KERNELWATCH_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("KERNELWATCH_TEST_ARTIFACTS", ROOT / "test-artifacts"))
-
-
-def _chromium_missing() -> str | None:
-    if not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set KERNELWATCH_CHROMIUM)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is missing (pip install -e '.[dev]')"
-    return None
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright; never a downloaded browser."""
-    reason = _chromium_missing()
-    if reason:
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI containers run as root, where Chromium's sandbox refuses to start.
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 @dataclass

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from tests.dashboards.conftest import browser  # noqa: F401  (the shared Chromium fixture)
 from tests.live_server import LiveServer
 
 pytestmark = [
@@ -17,7 +16,7 @@ pytestmark = [
 
 
 @pytest.fixture
-def offline_page(browser: Any, server: LiveServer) -> Iterator[tuple[Any, list[str]]]:  # noqa: F811
+def offline_page(browser: Any, server: LiveServer) -> Iterator[tuple[Any, list[str]]]:
     """A tab that may reach the live server only: anything else is aborted and recorded."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     refused: list[str] = []
