@@ -57,6 +57,7 @@ def _layout(**extra: object) -> dict[str, object]:
 def trend_figure(lines: list[TrendLine], *, metric: str, log_y: bool = False) -> go.Figure:
     """Medians along a branch with a q1-q3 band, plus change-point and alert markers."""
     traces: list[go.Scatter] = []
+    markers: list[go.Scatter] = []
     arrays: dict[int, dict[str, object]] = {}  # a line's points, set after building (_figure)
     medians: list[int] = []
     for i, line in enumerate(lines):
@@ -112,7 +113,9 @@ def trend_figure(lines: list[TrendLine], *, metric: str, log_y: bool = False) ->
             )
         )
         for kind in ("change_point", "alert"):
-            _add_markers(traces, line, [m for m in line.markers if m.kind == kind], kind, colour)
+            _add_markers(markers, line, [m for m in line.markers if m.kind == kind], kind, colour)
+    # Drawn last, so that no line or band of a later series covers a change point or an alert.
+    traces += markers
     units = {line.unit for line in lines}
     title = f"{metric} ({units.pop()})" if len(units) == 1 else metric
     return _figure(

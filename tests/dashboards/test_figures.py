@@ -153,3 +153,15 @@ def test_formatting() -> None:
         "gemm_fwd m=1024 · gemm_bias_act_fwd"
     )
     assert series_label("train_step", {}, "train_step") == "train_step"
+
+
+def test_trend_markers_are_drawn_above_every_line() -> None:
+    """Plotly draws traces in order: the markers of the first series come after the last
+    series' band and median, so no later line covers them."""
+    pts = points([100.0, 110.0])
+    marked = TrendLine("a", "us", pts, [TrendMarker("alert", pts[1].sha, pts[1].committed_at,
+                                                    "alert #1 (open)")])  # fmt: skip
+    fig = trend_figure([marked, TrendLine("b", "us", points([105.0, 106.0]))], metric="duration")
+    names = [t.name for t in fig.data]
+    assert names.index("a: alerts") > max(names.index(n) for n in ("b", "b q1", "b q3"))
+    assert fig.layout.meta["median_traces"] == [2, 5]

@@ -143,6 +143,13 @@ def test_a_regression_at_the_head_of_a_push_is_bisected_to_its_first_bad_commit(
     # Bisect documents are not runs: the series keeps the 8 commits and the head.
     series = admin.get("/api/v1/series", params={"id": done["series"]["id"]}).json()
     assert len(series["points"]) == 9
+    # The alerts page links the bisection's commits and the confirmation job.
+    page = admin.get("/alerts?state=all").text
+    assert f'href="/api/v1/jobs/{done["confirm_job_id"]}"' in page
+    bisection = page.split('<p class="bisect">', 1)[1].split("</p>", 1)[0]
+    assert bisection.startswith("bisection done between ")
+    for label, says in (("p2", "(good)"), ("p3", "(bad)"), ("p1", "(good, ")):
+        assert f"/commits/{sha_for(label)}" in bisection and says in bisection
 
 
 def test_a_push_of_one_commit_is_not_bisected(
