@@ -36,7 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except BrokenPipeError:
+        # The reader went away (`kernelwatch-runner list --json | head`): nothing more to say.
+        # Python would complain again flushing stdout at exit, so point it at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports a command a closed pipe stopped
 
 
 def _tell_unhealthy(server: str, token: str, reason: str) -> str:

@@ -99,3 +99,14 @@ def test_the_example_is_correct_and_timed_on_a_gpu() -> None:
     median = statistics.median(timed.outcomes["saxpy[n=16777216]"].result["samples"])
     # 201 MB moved in microseconds: at most the H100's 3.35 TB/s, at least a tenth of it
     assert 60 <= median <= 600, median
+
+
+def test_a_reader_that_goes_away_gets_no_traceback() -> None:
+    """`kernelwatch-runner list --json | head`, the reader gone before the listing is written:
+    the runner stops quietly with 141 (as after SIGPIPE), no traceback."""
+    with subprocess.Popen([RUNNER, "list", "--repo", str(EXAMPLE), "--json"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # long before the suite's worker has listed it
+        assert proc.wait(timeout=60) == 141
+        assert b"Traceback" not in proc.stderr.read()
