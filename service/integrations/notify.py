@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
 
 import httpx
@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from service.core.settings import Settings, WebhookTarget
 from service.models import Notification
+from service.models.base import utcnow
 from service.store import notifications as outbox
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ def _deliver_target(
     factory: sessionmaker[Session], settings: Settings, client: httpx.Client, target: WebhookTarget
 ) -> int:
     with factory() as session, session.begin():
-        if not outbox.claim(session, target.name, _now(), LEASE_SECONDS):
+        if not outbox.claim(session, target.name, utcnow(), LEASE_SECONDS):
             return 0  # another process has it, or its back-off is not over
         attempts, events = outbox.pending(session, target.name)
     posted, started = 0, time.monotonic()
@@ -94,7 +95,7 @@ def _deliver_target(
                     continue
                 attempts += 1
                 dropped = outbox.failed(session, target.name, event.id, attempts,
-                                        settings.notify_max_attempts, error, _now())  # fmt: skip
+                                        settings.notify_max_attempts, error, utcnow())  # fmt: skip
             log.warning("notification %d to %s: %s%s", event.id, target.name, error,
                         " (dropped)" if dropped else "")  # fmt: skip
             return posted  # the back-off holds the rest back, in order
@@ -131,7 +132,3 @@ async def deliver_forever(factory: sessionmaker[Session], settings: Settings) ->
             except Exception:
                 log.exception("notification delivery failed; retrying")
             await asyncio.sleep(settings.notify_poll_seconds)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
