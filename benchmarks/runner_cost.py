@@ -1,13 +1,19 @@
 """Cost and stability of the GPU runner on the default suite (issue 5, item 10), on a GPU host.
 
-    python -m benchmarks.runner_cost [--runs 2] [--only REGEX] [--out DIR]
+    python -m benchmarks.runner_cost [--runs 2] [--change PATH ...] [--only REGEX] [--out DIR]
         [--repository-name OWNER/NAME] [--author "Name <email>"] [--message TEXT]
         [--runner-name NAME] [--verbose]
 
 Copies this working tree into a temporary git repository (one commit), then runs
 `runner.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
 suite's processes (and the short launches in more, "timing N/M (short)": runner.pipeline),
-timeline and ncu, each run from a fresh build. Prints, per run, the seconds
+timeline and ncu, each run from a fresh build, all runs sharing one runner cache (clones,
+the ncu sections of runner.profile_reuse). With `--change PATH:KERNEL` (repeatable), every run after
+the first is of a new commit that changes one of those kernels in turn, as a commit that
+touches one kernel does: a branch that is never taken, so that its code differs and it runs as
+fast (`--change PATH` adds an unused kernel to the file instead); without it, every run is of
+the same commit. Prints, per run,
+the seconds
 of every stage (from the `Progress` hooks the pipeline calls) against the 60 s budget, and per
 workload the median of each run, their difference and PASS/FAIL against 1% for workloads of
 50 us and more. `--out` keeps each run's result document (run-1.json, ...). Exits 1 on a FAIL.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -93,6 +100,32 @@ def snapshot(src: Path, dst: Path, author: str, message: str) -> str:
     for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", message]):
         subprocess.run(["git", *cmd], cwd=dst, env=env, check=True, capture_output=True)
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=dst, capture_output=True, text=True)
+    return sha.stdout.strip()
+
+
+def change(repo: Path, spec: str, run: int, author: str) -> str:
+    """A new commit on `repo`: `spec` PATH:KERNEL gives that kernel of that CUDA source one
+    more branch, never taken (a block index no grid of the suite reaches); PATH alone gets
+    one more, unused, kernel (which renumbers the file's symbols: runner.cubin)."""
+    path, _, kernel = spec.partition(":")
+    source = (repo / path).read_text()
+    if kernel:
+        found = re.search(rf"\b{re.escape(kernel)}\s*\([^{{]*\{{", source)
+        if not found:
+            raise SystemExit(f"--change {spec}: no kernel {kernel!r} in {path}")
+        never = f'\n    if (blockIdx.x == 0x7FFFFFF{run % 10}u) asm volatile("trap;");'
+        source = source[: found.end()] + never + source[found.end() :]
+    else:
+        body = f"kernelwatch_cost_{run}(float* x) {{ x[0] = {run}; }}"
+        source += f'\nextern "C" __global__ void {body}\n'
+    (repo / path).write_text(source)
+    name, _, email = author.partition("<")
+    env = {**os.environ, "GIT_AUTHOR_NAME": name.strip(), "GIT_COMMITTER_NAME": name.strip(),
+           "GIT_AUTHOR_EMAIL": email.rstrip(">").strip(),
+           "GIT_COMMITTER_EMAIL": email.rstrip(">").strip()}  # fmt: skip
+    for cmd in (["add", "-A"], ["commit", "-q", "-m", f"runner_cost: run {run} changes {path}"]):
+        subprocess.run(["git", *cmd], cwd=repo, env=env, check=True, capture_output=True)
+    sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True)
     return sha.stdout.strip()
 
 
@@ -193,6 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--only", help="regular expression over workload ids (default: all)")
+    parser.add_argument(
+        "--change",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="a CUDA source that each run after the first changes, in turn",
+    )
     parser.add_argument("--out", type=Path, help="folder for the result documents")
     parser.add_argument("--repository-name", default=None)
     parser.add_argument("--author", default="kernelwatch benchmark <bench@kernelwatch.invalid>")
@@ -211,6 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         sha = snapshot(ROOT, repo, args.author, args.message)
         print(f"suite repository {repo} at {sha[:12]}", flush=True)
         for run in range(args.runs):
+            if run and args.change:
+                path = args.change[(run - 1) % len(args.change)]
+                sha = change(repo, path, run + 1, args.author)
+                print(f"run {run + 1}: commit {sha[:12]} changes {path}", flush=True)
             clock = StageClock(args.verbose)
             request = RunRequest(
                 source=str(repo),
@@ -228,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
             docs.append(doc)
             clocks.append(clock)
             print(f"run {run + 1}: {totals[-1]:.1f} s; {summary(doc)}", flush=True)
+            for line in clock.lines:
+                if "] ncu: " in line or "] build " in line:
+                    print(f"run {run + 1}: {line}", flush=True)
             if args.out:
                 args.out.mkdir(parents=True, exist_ok=True)
                 (args.out / f"run-{run + 1}.json").write_text(json.dumps(doc, indent=1))

@@ -130,7 +130,7 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
             require_gpu(suite.name)  # one line naming what is missing, before any work
         with tempfile.TemporaryDirectory(prefix="kw-build-") as build_dir:
             records, build, env = _measure(
-                suite, Path(build_dir), request, progress, log, check_stop
+                suite, Path(build_dir), request, progress, log, check_stop, commit.sha
             )
         document = report.document(
             run_id=run_id,
@@ -163,6 +163,7 @@ def _measure(
     progress: Progress,
     log: Callable[[str], None],
     check_stop: Callable[[], None],
+    commit: str,
 ):
     env = {"KERNELWATCH_BUILD_DIR": str(build_dir)}
     progress.stage("build")
@@ -239,7 +240,10 @@ def _measure(
     if suite.device == "cuda" and passing:
         from runner import profile
 
-        profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop)
+        reuse = profile.reuse_for(
+            request.cache_dir, suite.root, build_dir, commit, environment_section
+        )
+        profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop, reuse)
     return list(records.values()), build, environment_section
 
 

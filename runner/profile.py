@@ -9,15 +9,19 @@ which attributes every profiled launch to its workload (`launch_ranges`). The pa
 set with the rule sections of SECTIONS below, `--clock-control none`. Nothing is timed under
 ncu. ncu missing or refused (ERR_NVGPUCTRPERM, ...) makes every workload's section
 "unavailable"; a workload that fails under ncu gets "failed"; the run goes on either way.
-Measured on the H100 (default suite, 38 workloads): the pass takes 50-55 s, about 0.5 s of
-ncu per profiled launch. Environment: $KERNELWATCH_NCU (the binary), $KERNELWATCH_NCU_SECTIONS
-(comma-separated), $KERNELWATCH_NCU_KEEP (a folder that keeps the export and ncu's output).
+Measured on the H100 (default suite, 38 workloads): the pass takes 50-55 s, ~0.8 s of ncu
+per profiled launch; so only the workloads whose code changed since an earlier commit on this
+host are profiled, the others keep that commit's section (runner.profile_reuse).
+Environment: $KERNELWATCH_NCU (the binary), $KERNELWATCH_NCU_SECTIONS (comma-separated),
+$KERNELWATCH_NCU_KEEP (a folder that keeps the export and ncu's output),
+$KERNELWATCH_NCU_REUSE (0: profile every workload).
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import re
@@ -31,7 +35,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from runner import ncu, timeline
+from runner import ncu, profile_reuse, timeline
+from runner.profile_reuse import ProfileReuse
 from runner.tools import find_tool
 
 NVTX_MARK = "kernelwatch#"
@@ -58,8 +63,10 @@ def capture(
     progress: Any,
     log: Callable[[str], None],
     check_stop: Callable[[], None],
+    reuse: ProfileReuse | None = None,
 ) -> None:
-    """Fill `record.timeline` (timeline workloads) and `record.ncu` (all) of passing workloads."""
+    """Fill `record.timeline` (timeline workloads) and `record.ncu` (all) of passing workloads,
+    reusing, where `reuse` has one, the section of an earlier commit with the same code."""
     traced = [r for r in records if suite.wants_timeline(r.info)]
     if traced:
         progress.stage("timeline", len(traced))
@@ -68,15 +75,36 @@ def capture(
         log(f"timeline: {sum(bool(r.timeline) for r in traced)} of {len(traced)} ({sources})")
         check_stop()
     progress.stage("ncu", len(records))
-    ids = [r.info["id"] for r in records]
     started = time.monotonic()
-    sections = profile_workloads(suite, ids, env, log, check_stop)
+    reused = {r.info["id"]: s for r in records if reuse and (s := reuse.lookup(r.info))}
+    ids = [r.info["id"] for r in records if r.info["id"] not in reused]
+    sections = profile_workloads(suite, ids, env, log, check_stop) if ids else {}
     for record in records:
-        record.ncu = sections[record.info["id"]]
-        progress.advance(record.info["id"])
+        wid = record.info["id"]
+        record.ncu = reused.get(wid) or sections[wid]
+        if reuse and wid in sections:
+            reuse.store(record.info, sections[wid])
+        progress.advance(wid)
     counts = {s: sum(x["status"] == s for x in sections.values()) for s in ("ok", "failed")}
-    log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads in "
+    log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads profiled, "
+        f"{len(reused)} reused (unchanged since an earlier commit) in "
         f"{time.monotonic() - started:.1f} s")  # fmt: skip
+    if reuse:
+        reuse.prune()
+
+
+def reuse_for(
+    cache: Path, worktree: Path, build_dir: Path, commit: str, environment: dict[str, Any]
+) -> ProfileReuse | None:
+    """Reuse of earlier commits' sections for this run (runner.profile_reuse), unless turned
+    off; the key holds this pass's configuration and the runner's own code."""
+    if not profile_reuse.enabled():
+        return None
+    runner_code = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                   for p in sorted(Path(__file__).parent.glob("*.py"))}  # fmt: skip
+    config = {"metrics": list(ncu.METRICS), "sections": list(SECTIONS),
+              "launches": LAUNCHES_PER_WORKLOAD, "runner": runner_code}  # fmt: skip
+    return ProfileReuse(cache, worktree, build_dir, commit, environment, config)
 
 
 def find_ncu() -> str | None:

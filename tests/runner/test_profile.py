@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import stat
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -207,3 +208,48 @@ def test_a_real_export_attributes_by_the_kernelwatch_range() -> None:
     groups, stray = profile.attribute(launches, profile.launch_ranges(REAL), 8)
     assert stray == 0 and groups[5][0]["kernel"].startswith("void cublasLt::splitKreduce")
     assert groups[7][0]["metrics"]["gpu__time_duration.sum"]["value"] == 78624
+
+
+def test_a_second_commit_with_the_same_code_reuses_every_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    from runner.profile_reuse import ProfileReuse
+
+    (tmp_path / "export.csv").write_text(export)
+    calls = tmp_path / "calls"
+    body = f"""\
+echo "$*" >> "{calls}"
+case "$*" in
+*--import*) cat "{tmp_path / "export.csv"}";;
+*) while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+   touch "$out.ncu-rep";;
+esac
+"""
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    repo, build = tmp_path / "repo", tmp_path / "build"
+    build.mkdir()
+    repo.mkdir()
+    (repo / "workloads.py").write_text("N = 1\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "c"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # fmt: skip
+    progress = SimpleNamespace(stage=lambda *a, **k: None, advance=lambda *a, **k: None)
+    env = {"fingerprint": "f", "gpu": {"uuid": "GPU-1"}}
+    runs = []
+    for _ in range(2):
+        recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None) for w in IDS]
+        lines: list[str] = []
+        reuse = ProfileReuse(tmp_path / "cache", repo, build, "a" * 40, env, {})
+        profile.capture(suite_for(tmp_path), recs, {}, progress, lines.append, lambda: None,
+                        reuse)  # fmt: skip
+        runs.append((recs, lines, calls.read_text().count("--nvtx")))
+    (first, first_lines, passes_1), (second, second_lines, passes_2) = runs
+    assert passes_1 == passes_2 == 1  # the second run started no ncu pass
+    assert any("4 ok, 0 failed of 4 workloads profiled, 0 reused" in ln for ln in first_lines)
+    assert any("of 0 workloads profiled, 4 reused" in ln for ln in second_lines)
+    for a, b in zip(first, second, strict=True):
+        assert b.ncu["kernels"] == a.ncu["kernels"] and b.ncu["status"] == "ok"
+        assert b.ncu["reason"].startswith("reused: profiled at commit aaaaaaaaaaaa")

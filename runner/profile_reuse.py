@@ -1,0 +1,226 @@
+"""Reusing a workload's ncu section from an earlier commit whose code it ran is the same.
+
+ncu costs ~0.3 s a profiled launch plus ~24 ms a replay pass on the H100: ~48 s for the default
+suite, half a commit's time (benchmarks/ncu_cost.py). Most commits change one kernel, and a
+launch of unchanged code on the same GPU, driver and tools, with the same inputs, gives the same
+counters. So a workload's section is kept on the runner host, keyed by everything the launch
+depends on, and reused while none of it changed:
+
+- the host: GPU (model and card), driver, CUDA runtime, CuPy, nvcc, ncu, Python, and the
+  profile's own configuration (metrics, sections, launches, the runner's profiling code);
+- the workload: its listing entry (id, parameters, FLOPs, bytes) and seed;
+- the code around the kernels: every file of the commit except native sources (CUDA/C/C++:
+  NATIVE_SUFFIXES), by git's blob ids; a change to the suite's Python, its configuration or
+  its data re-profiles every workload;
+- the kernels it launched when it was profiled (ncu's function names): their code in the build
+  outputs that define them (in a cubin, that kernel's own sections and the data every kernel
+  may read, runner.cubin: a change to another kernel of the same file leaves it alone; in any
+  other ELF file or PTX holding the name, the whole file), every build output that is
+  not code (data a workload might read; BUILD_REPORT aside, the runner's own report of the
+  build), and, for a name no code output holds, every output that cannot be searched for names
+  (a fatbin: compressed) and, where a native source holds the name (compiled at run time),
+  every native source.
+
+A name found nowhere is a library's kernel (cuBLAS, CuPy's generated ones): the host's versions
+and the Python code cover it. A reused section says so in its `reason` (the commit it was
+profiled at). Sections are kept under <cache>/ncu-profiles, the least recently used removed past
+MAX_ENTRIES. $KERNELWATCH_NCU_REUSE=0 profiles every workload.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner import cubin
+
+NATIVE_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp"})
+BUILD_REPORT = "build.json"
+MAX_ENTRIES = 5000
+REUSE_ENV = "KERNELWATCH_NCU_REUSE"
+ENVIRONMENT_KEYS = ("fingerprint", "driver_version", "cuda_runtime_version", "cupy_version",
+                    "nvcc_version", "ncu_version")  # fmt: skip
+_ELF = b"\x7fELF"
+_FATBIN = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
+
+
+def enabled() -> bool:
+    return os.environ.get(REUSE_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def tracked_files(worktree: Path) -> dict[str, str]:
+    """Path -> git blob id of every file of the commit checked out in `worktree`."""
+    out = subprocess.run(["git", "ls-tree", "-r", "-z", "HEAD"], cwd=worktree,
+                         capture_output=True, check=True, timeout=120).stdout  # fmt: skip
+    files = {}
+    for entry in out.decode(errors="surrogateescape").split("\0"):
+        if "\t" in entry:
+            meta, path = entry.split("\t", 1)
+            files[path] = meta.split()[2]
+    return files
+
+
+def is_native(path: str) -> bool:
+    return Path(path).suffix.lower() in NATIVE_SUFFIXES
+
+
+class BuildOutputs:
+    """The files a build wrote, by kind, each with its content hash."""
+
+    def __init__(self, build_dir: Path) -> None:
+        self.code: dict[str, bytes] = {}  # ELF and PTX: searchable for kernel names
+        self.opaque: dict[str, str] = {}  # fatbins: names may be compressed
+        self.data: dict[str, str] = {}  # everything else but the build's report
+        for path in sorted(p for p in build_dir.rglob("*") if p.is_file()):
+            rel = path.relative_to(build_dir).as_posix()
+            if rel == BUILD_REPORT:
+                continue
+            content = path.read_bytes()
+            if content.startswith(_ELF) or (b".version" in content[:4096]
+                                             and b".target" in content[:4096]):  # fmt: skip
+                self.code[rel] = content
+            elif content.startswith(_FATBIN):
+                self.opaque[rel] = hashlib.sha256(content).hexdigest()
+            else:
+                self.data[rel] = hashlib.sha256(content).hexdigest()
+        self._hashes = {rel: hashlib.sha256(c).hexdigest() for rel, c in self.code.items()}
+        self._kernels = {rel: cubin.kernel_hashes(c) or {} for rel, c in self.code.items()}
+
+    def holding(self, name: str) -> dict[str, str]:
+        """The code outputs that hold kernel `name`: 'file#kernel' -> the hash of that kernel's
+        code in a cubin that defines it (runner.cubin), else 'file' -> the whole file's."""
+        identifier = search_name(name)
+        needle = identifier.encode()
+        found = {}
+        for rel, content in self.code.items():
+            if identifier in self._kernels[rel]:
+                found[f"{rel}#{identifier}"] = self._kernels[rel][identifier]
+            elif needle in content:
+                found[rel] = self._hashes[rel]
+        return found
+
+
+def search_name(kernel: str) -> str:
+    """The identifier of a kernel's name as ncu prints it, which its code holds verbatim:
+    'void ns::gemm<128>(float *, int)' -> 'gemm' (a mangled name holds it too)."""
+    depth, kept = 0, []
+    for ch in kernel:  # template arguments out (they may hold parentheses), then parameters
+        depth = max(0, depth + (ch == "<") - (ch == ">"))
+        if depth == 0 and ch != ">":
+            kept.append(ch)
+    head = "".join(kept).split("(", 1)[0]
+    words = head.replace("::", " ").split()
+    return words[-1] if words else kernel
+
+
+def dependencies(
+    kernels: Iterable[str], outputs: BuildOutputs, native: Mapping[str, bytes]
+) -> dict[str, str]:
+    """What the launches of `kernels` depend on beyond the host and the non-native files:
+    'build/<file>' and 'source/<path>' -> content hash (the module docstring says which)."""
+    deps = {f"build/{rel}": h for rel, h in outputs.data.items()}
+    unresolved = []
+    for name in sorted(set(kernels)):
+        found = outputs.holding(name)
+        deps.update({f"build/{rel}": h for rel, h in found.items()})
+        if not found:
+            unresolved.append(name)
+    if unresolved:
+        deps.update({f"build/{rel}": h for rel, h in outputs.opaque.items()})
+        needles = [search_name(name).encode() for name in unresolved]
+        if any(needle in text for needle in needles for text in native.values()):
+            deps.update({f"source/{p}": hashlib.sha256(t).hexdigest() for p, t in native.items()})
+    return deps
+
+
+class ProfileReuse:
+    """Sections of one run's workloads: looked up before the ncu pass, stored after it."""
+
+    def __init__(
+        self,
+        cache: Path,
+        worktree: Path,
+        build_dir: Path,
+        commit: str,
+        environment: Mapping[str, Any],
+        config: Mapping[str, Any],
+    ) -> None:
+        self.root = cache / "ncu-profiles"
+        self.commit = commit
+        files = tracked_files(worktree)
+        code = {p: blob for p, blob in files.items() if not is_native(p)}
+        self.native = {p: (worktree / p).read_bytes() for p in files
+                       if is_native(p) and (worktree / p).is_file()}  # fmt: skip
+        self.outputs = BuildOutputs(build_dir)
+        host = {k: environment.get(k) for k in ENVIRONMENT_KEYS}
+        host["gpu_uuid"] = (environment.get("gpu") or {}).get("uuid")
+        host["python"] = (environment.get("host") or {}).get("python")
+        self.context = _digest({"host": host, "config": config, "code": code})
+
+    def _folder(self, info: Mapping[str, Any]) -> Path:
+        return self.root / _digest({"context": self.context, "workload": info})[:40]
+
+    def lookup(self, info: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The stored section of this workload whose kernels' code is unchanged, or None."""
+        folder = self._folder(info)
+        if not folder.is_dir():
+            return None
+        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for path in entries:
+            try:
+                entry = json.loads(path.read_text())
+                kernels = entry["kernels"]
+                stored = entry["dependencies"]
+                section = entry["section"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # a torn or foreign file: never trusted
+            if dependencies(kernels, self.outputs, self.native) != stored:
+                continue
+            os.utime(path)  # recently used: kept longest
+            when = entry.get("captured_at", "")
+            note = f"reused: profiled at commit {entry.get('commit', '?')[:12]} ({when}); " \
+                   "its kernels, build outputs, code and host are unchanged"  # fmt: skip
+            return {**section, "reason": note}
+        return None
+
+    def store(self, info: Mapping[str, Any], section: Mapping[str, Any]) -> None:
+        """Keep a freshly profiled section (status ok, with kernels) for later commits."""
+        if section.get("status") != "ok" or not section.get("kernels"):
+            return
+        kernels = [k["kernel"] for k in section["kernels"]]
+        deps = dependencies(kernels, self.outputs, self.native)
+        entry = {
+            "kernels": kernels,
+            "dependencies": deps,
+            "section": {**section, "reason": ""},
+            "commit": self.commit,
+            "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        folder = self._folder(info)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{_digest(deps)[:40]}.json"
+        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as f:
+            json.dump(entry, f)
+        os.replace(f.name, target)  # whole or absent, also with two agents on one host
+
+    def prune(self, keep: int = MAX_ENTRIES) -> int:
+        """Remove the least recently used entries beyond `keep`; how many went."""
+        entries = sorted(self.root.glob("*/*.json"), key=lambda p: p.stat().st_mtime)
+        gone = entries[: max(0, len(entries) - keep)]
+        for path in gone:
+            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # other entries remain
+                path.parent.rmdir()
+        return len(gone)

@@ -1,0 +1,235 @@
+"""runner.profile_reuse: a workload's ncu section comes back only while everything its launches
+depend on is unchanged; real git commits, build folders of ELF/fatbin/data files, no GPU."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from runner import profile_reuse
+from runner.profile_reuse import BuildOutputs, ProfileReuse, dependencies, search_name
+
+ENV = {"fingerprint": "f1", "driver_version": "580.1", "ncu_version": "2025.3.1",
+       "gpu": {"uuid": "GPU-1"}, "host": {"python": "3.12.3"}}  # fmt: skip
+CONFIG = {"metrics": ["a", "b"], "sections": ["SpeedOfLight"], "launches": 16}
+INFO = {"id": "transpose[n=4096]", "name": "transpose", "params": {"n": 4096}}
+SECTION = {"status": "ok", "reason": "", "kernels": [
+    {"kernel": "transpose_tiled", "metrics": {"dram__bytes.sum": {"value": 1.0, "unit": "byte"}},
+     "findings": []}]}  # fmt: skip
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def commit(repo: Path, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "c")
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+
+
+def cubin(*names: str, salt: str = "") -> bytes:
+    """An ELF file whose string table holds `names`, as a cubin's does."""
+    return b"\x7fELF\x02\x01" + b"\0".join(n.encode() for n in names) + salt.encode()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    commit(path, {"suite/workloads.py": "N = 4096\n", "cuda/transpose.cu": "// v1\n",
+                  "cuda/gemm.cu": "// v1\n", "README.md": "hi\n"})  # fmt: skip
+    return path
+
+
+def build(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    out = tmp_path / "build"
+    if out.exists():
+        for old in out.iterdir():
+            old.unlink()
+    out.mkdir(exist_ok=True)
+    for name, content in files.items():
+        (out / name).write_bytes(content)
+    return out
+
+
+def first_build(tmp_path: Path) -> Path:
+    return build(tmp_path, {"transpose.cubin": cubin("transpose_tiled"),
+                            "gemm.cubin": cubin("gemm_fwd", "gemm_bwd"),
+                            "build.json": b'{"compile_s": 1.5}'})  # fmt: skip
+
+
+def reuse(tmp_path: Path, repo: Path, out: Path, env=ENV, config=CONFIG) -> ProfileReuse:
+    return ProfileReuse(tmp_path / "cache", repo, out, "c" * 40, env, config)
+
+
+def stored(tmp_path: Path, repo: Path, section=SECTION) -> Path:
+    out = first_build(tmp_path)
+    reuse(tmp_path, repo, out).store(INFO, section)
+    return out
+
+
+def test_an_unchanged_workload_gets_its_section_back_saying_where_from(
+    tmp_path: Path, repo: Path
+) -> None:
+    out = stored(tmp_path, repo)
+    got = reuse(tmp_path, repo, out).lookup(INFO)
+    assert got is not None and got["kernels"] == SECTION["kernels"]
+    assert got["reason"].startswith("reused: profiled at commit cccccccccccc")
+    assert reuse(tmp_path, repo, out).lookup({**INFO, "params": {"n": 2048}}) is None
+
+
+def test_a_change_to_its_own_kernels_code_profiles_again_and_others_do_not(
+    tmp_path: Path, repo: Path
+) -> None:
+    stored(tmp_path, repo)
+    # gemm.cu changed: its cubin differs, the transpose workload's does not
+    commit(repo, {"cuda/gemm.cu": "// v2\n"})
+    out = build(tmp_path, {"transpose.cubin": cubin("transpose_tiled"),
+                           "gemm.cubin": cubin("gemm_fwd", "gemm_bwd", salt="v2"),
+                           "build.json": b'{"compile_s": 1.7}'})  # fmt: skip
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    commit(repo, {"cuda/transpose.cu": "// v2\n"})
+    out = build(tmp_path, {"transpose.cubin": cubin("transpose_tiled", salt="v2"),
+                           "gemm.cubin": cubin("gemm_fwd", "gemm_bwd", salt="v2")})  # fmt: skip
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [("suite/workloads.py", "N = 2048\n"), ("README.md", "changed\n"), ("data/x.bin", "1")],
+)
+def test_any_change_outside_native_sources_profiles_again(
+    tmp_path: Path, repo: Path, path: str, text: str
+) -> None:
+    out = stored(tmp_path, repo)
+    commit(repo, {path: text})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_a_native_source_change_that_leaves_the_build_alone_is_reused(
+    tmp_path: Path, repo: Path
+) -> None:
+    out = stored(tmp_path, repo)
+    commit(repo, {"cuda/transpose.cu": "// a comment only\n"})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+
+
+@pytest.mark.parametrize(
+    ("env", "config"),
+    [
+        ({**ENV, "driver_version": "580.2"}, CONFIG),
+        ({**ENV, "gpu": {"uuid": "GPU-2"}}, CONFIG),
+        ({**ENV, "ncu_version": "2026.1"}, CONFIG),
+        (ENV, {**CONFIG, "sections": []}),
+    ],
+)
+def test_another_host_stack_or_profile_configuration_profiles_again(
+    tmp_path: Path, repo: Path, env: dict, config: dict
+) -> None:
+    out = stored(tmp_path, repo)
+    assert reuse(tmp_path, repo, out, env, config).lookup(INFO) is None
+
+
+def test_data_in_the_build_counts_and_the_build_report_does_not(tmp_path: Path, repo: Path) -> None:
+    out = stored(tmp_path, repo)
+    (out / "build.json").write_text('{"compile_s": 9.9}')
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    (out / "table.bin").write_bytes(b"\x01\x02")
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_a_library_kernel_ignores_the_cubins_but_not_a_fatbin(tmp_path: Path, repo: Path) -> None:
+    library = "void cublasLt::splitKreduce_kernel<32, 16, int>(cublasLt::Params<T6>, const T4 *)"
+    section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": library}]}
+    out = stored(tmp_path, repo, section)
+    (out / "transpose.cubin").write_bytes(cubin("transpose_tiled", salt="v3"))
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    (out / "extra.fatbin").write_bytes(b"\x50\xed\x55\xba" + b"compressed")
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_a_kernel_compiled_at_run_time_from_a_source_depends_on_the_sources(
+    tmp_path: Path, repo: Path
+) -> None:
+    commit(repo, {"cuda/jit.cu": 'extern "C" __global__ void jit_scale(float* x) {}\n'})
+    section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": "jit_scale"}]}
+    out = stored(tmp_path, repo, section)
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    commit(repo, {"cuda/jit.cu": 'extern "C" __global__ void jit_scale(float* y) {}\n'})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_only_complete_sections_are_kept_and_torn_files_are_never_trusted(
+    tmp_path: Path, repo: Path
+) -> None:
+    out = first_build(tmp_path)
+    kept = reuse(tmp_path, repo, out)
+    kept.store(INFO, {"status": "failed", "reason": "x", "kernels": []})
+    kept.store(INFO, {"status": "ok", "reason": "", "kernels": []})
+    assert not (tmp_path / "cache").exists()
+    kept.store(INFO, SECTION)
+    (entry,) = (tmp_path / "cache" / "ncu-profiles").glob("*/*.json")
+    entry.write_text(entry.read_text()[:40])
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_prune_removes_the_least_recently_used(tmp_path: Path, repo: Path) -> None:
+    out = first_build(tmp_path)
+    kept = reuse(tmp_path, repo, out)
+    infos = [{**INFO, "id": f"w{i}"} for i in range(4)]
+    for i, info in enumerate(infos):  # stored one after the other, a second apart
+        kept.store(info, SECTION)
+        (entry,) = kept._folder(info).glob("*.json")
+        os.utime(entry, (1000 + i, 1000 + i))
+    assert kept.lookup(infos[0]) is not None  # used now: the most recent
+    assert kept.prune(keep=2) == 2
+    assert kept.lookup(infos[0]) is not None and kept.lookup(infos[3]) is not None
+    assert kept.lookup(infos[1]) is None and kept.lookup(infos[2]) is None
+
+
+@pytest.mark.parametrize(
+    ("printed", "identifier"),
+    [("gemm_fwd_relu", "gemm_fwd_relu"),
+     ("void ns::gemm<128, (int)2>(float *, const float *)", "gemm"),
+     ("void cublasLt::splitKreduce_kernel<32, 16>(cublasLt::Params<T6>)", "splitKreduce_kernel")],
+)  # fmt: skip
+def test_the_identifier_searched_for_in_code(printed: str, identifier: str) -> None:
+    assert search_name(printed) == identifier
+
+
+def test_outputs_are_sorted_by_kind(tmp_path: Path) -> None:
+    out = build(tmp_path, {"a.cubin": cubin("k"), "b.ptx": b".version 8.0\n.target sm_90\nk",
+                           "c.fatbin": b"\x50\xed\x55\xba..", "d.bin": b"1",
+                           "build.json": b"{}"})  # fmt: skip
+    outputs = BuildOutputs(out)
+    assert sorted(outputs.code) == ["a.cubin", "b.ptx"]
+    assert list(outputs.opaque) == ["c.fatbin"] and list(outputs.data) == ["d.bin"]
+    assert set(dependencies(["k"], outputs, {})) == {"build/a.cubin", "build/b.ptx", "build/d.bin"}
+
+
+def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert profile_reuse.enabled()
+    monkeypatch.setenv(profile_reuse.REUSE_ENV, "0")
+    assert not profile_reuse.enabled()
+
+
+def test_another_kernel_of_the_same_cubin_changing_keeps_the_section(
+    tmp_path: Path, repo: Path
+) -> None:
+    real = Path(__file__).parent / "fixtures" / "cubin"
+    section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": "ka"}]}
+    out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
+    reuse(tmp_path, repo, out).store(INFO, section)
+    out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes()})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    out = build(tmp_path, {"t.cubin": (real / "constant_grown.cubin").read_bytes()})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
