@@ -9,7 +9,7 @@ import socket
 import sys
 import tempfile
 
-from service import cli_admin
+from service import cli_admin, cli_import
 from service.core.logging import configure_logging
 from service.core.settings import Settings
 
@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_sub = db.add_subparsers(dest="db_command", required=True)
     db_sub.add_parser("upgrade", help="apply every migration").set_defaults(func=_db_upgrade)
     cli_admin.add_parsers(sub)
+    cli_import.add_parser(sub)
     return parser
 
 

@@ -32,8 +32,9 @@ class CliError(Exception):
 
 
 # The API's field names as the command line spells them.
-FLAGS = {"repository": "--repo", "sha": "--sha", "branch": "--branch",
-         "clone_url": "--clone-url", "labels": "--labels"}  # fmt: skip
+FLAGS = {"repository": "--repo", "sha": "--sha", "branch": "--branch", "commit": "--commit",
+         "clone_url": "--clone-url", "labels": "--labels", "format": "--format",
+         "committed_at": "--committed-at"}  # fmt: skip
 RUNNER_NAME = TypeAdapter(Name)  # a runner's name, as a result document may give it
 
 

@@ -23,6 +23,7 @@ from service.api.routes import (
     commits,
     compare,
     health,
+    imports,
     jobs,
     pages,
     prometheus,
@@ -90,7 +91,19 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.add_middleware(RefuseNulInUrl)
     app.add_middleware(ReadAccess, settings=settings)
     app.add_middleware(HttpMetrics)  # outermost: it counts the 401s and 400s of the others too
-    routers = (health, prometheus, webhooks, runs, jobs, runners, commits, series, compare, alerts)
+    routers = (
+        health,
+        prometheus,
+        webhooks,
+        runs,
+        imports,
+        jobs,
+        runners,
+        commits,
+        series,
+        compare,
+        alerts,
+    )
     for module in (*routers, pages):
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.

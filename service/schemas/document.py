@@ -73,6 +73,15 @@ MAX_PARAMS_KEY_BYTES = 2000
 _BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)[^\x00-\x20~^:?*\[\\\x7f]{1,255}(?<![/.])$")
 
 
+def _git_branch(branch: str) -> str:
+    if not _BRANCH.match(branch) or branch.endswith(".lock"):
+        raise ValueError(f"{branch[:80]!r} is not a valid git branch name")
+    return branch
+
+
+GitBranch = Annotated[Branch, AfterValidator(_git_branch)]  # what `git check-ref-format` admits
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=MAX_TEXT)
 
@@ -321,7 +330,7 @@ class RunDocument(Strict):
     suite: Name
     status: Literal["succeeded", "failed", "build_failed"]
     repository: RepositoryIn
-    branch: Branch
+    branch: GitBranch
     commit: CommitIn
     runner: RunnerIn | None = None
     started_at: UtcDatetime
@@ -339,13 +348,6 @@ class RunDocument(Strict):
         default=None,
         description="a confirmation job's base commit, measured interleaved with this one",
     )
-
-    @field_validator("branch")
-    @classmethod
-    def _git_branch(cls, branch: str) -> str:
-        if not _BRANCH.match(branch) or branch.endswith(".lock"):
-            raise ValueError(f"{branch[:80]!r} is not a valid git branch name")
-        return branch
 
     @model_validator(mode="after")
     def _run_is_consistent(self) -> RunDocument:

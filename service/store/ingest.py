@@ -107,6 +107,16 @@ def ingest(
     return IngestOutcome(doc.run_id, stored=True, results=count, pk=pk)
 
 
+def already_stored(factory: sessionmaker[Session], run_uuid: str) -> IngestOutcome | None:
+    """The stored run of this id, whatever its contents (an import of a file seen before)."""
+    with factory() as session:
+        pk = session.scalar(select(Run.id).where(Run.run_uuid == run_uuid))
+        if pk is None:
+            return None
+        count = session.scalar(select(func.count()).where(Result.run_id == pk)) or 0
+    return IngestOutcome(run_uuid, stored=False, results=count)
+
+
 def _existing(session: Session, run_uuid: str, digest: str, raw: Any) -> IngestOutcome | None:
     run = session.execute(
         select(Run.id, Run.document_sha256).where(Run.run_uuid == run_uuid)
