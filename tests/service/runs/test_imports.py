@@ -145,44 +145,30 @@ def test_results_keep_the_files_units_and_note() -> None:
     assert raw["benchmarks"][0]["time_unit"] == "ns"  # what the series' unit comes from
 
 
-NVBENCH = Path(__file__).parent / "fixtures" / "nvbench"
+NVBENCH_H100 = Path(__file__).parent / "fixtures" / "nvbench_h100"
 
 
-def slower_nvbench(folder: Path, factor: float) -> Path:
-    """The nvbench fixture with every GPU time `factor` times longer (file and summaries)."""
-    import struct
-
-    (folder / "copy.json-bin").mkdir(parents=True)
-    raw = (NVBENCH / "copy.json-bin" / "0.bin").read_bytes()
-    times = [t * factor for (t,) in struct.iter_unpack("<f", raw)]
-    (folder / "copy.json-bin" / "0.bin").write_bytes(struct.pack(f"<{len(times)}f", *times))
-    doc = json.loads((NVBENCH / "copy.json").read_text())
-    for state in doc["benchmarks"][0]["states"]:
-        for summary in state["summaries"] or []:
-            if summary["tag"] == "nv/cold/time/gpu/mean":
-                value = summary["data"][0]
-                value["value"] = repr(float(value["value"]) * factor)
-    (folder / "copy.json").write_text(json.dumps(doc))
-    return folder / "copy.json"
-
-
-def test_nvbench_files_with_their_sample_files_and_a_verdict(tmp_path: Path) -> None:
+def test_real_nvbench_files_with_their_sample_files_get_a_verdict(tmp_path: Path) -> None:
+    """benchmarks/nvbench/copy_bench.cu on the H100 (its README): the slower build reads every
+    element twice, 3.4x the time at 2^24 elements."""
     common = ["import", "--format", "nvbench", "--repo", REPO]
     done = kernelwatch(tmp_path, *common, "--commit", BASE, "--committed-at",
-                       "2026-11-01T10:00:00Z", str(NVBENCH / "copy.json"))  # fmt: skip
+                       "2026-11-01T10:00:00Z", str(NVBENCH_H100 / "base.json"))  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "imported 3 results of copy.json" in done.stdout  # the skipped state has none
-    slower = slower_nvbench(tmp_path / "slower", 3.0)
+    assert "imported 4 results of base.json" in done.stdout
     done = kernelwatch(tmp_path, *common, "--commit", HEAD, "--committed-at",
-                       "2026-11-02T10:00:00Z", str(slower))  # fmt: skip
+                       "2026-11-02T10:00:00Z", str(NVBENCH_H100 / "slower.json"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "data" / "kernelwatch.db") as conn:
         rows = conn.execute(
-            "SELECT s.params, v.verdict, res.n FROM verdicts v "
+            "SELECT s.params, v.verdict, res.n, res.median FROM verdicts v "
             "JOIN series s ON s.id = v.series_id JOIN runs r ON r.id = v.run_id "
             "JOIN commits c ON c.id = r.commit_id "
             "JOIN results res ON res.run_id = r.id AND res.series_id = s.id WHERE c.sha = ?",
             (HEAD,)).fetchall()  # fmt: skip
-    by_params = {json.dumps(json.loads(p), sort_keys=True): (v, n) for p, v, n in rows}
-    first = by_params[json.dumps({"Elements": 65536, "T": "F32"}, sort_keys=True)]
-    assert first == ("regressed", 200)  # the 200 samples of its sample file
+    got = {(p["T"], p["Elements"]): rest for p, *rest in
+           ((json.loads(p), v, n, m) for p, v, n, m in rows)}  # fmt: skip
+    assert got[("F32", 16777216)][:2] == ["regressed", 2786]  # every sample of its file
+    assert got[("F64", 16777216)][0] == "regressed"
+    assert 170 < got[("F32", 16777216)][2] < 190  # us, as nvbench's own table says (179.5)
+    assert got[("F32", 65536)][1] == 100_000  # 121,280 samples thinned to what a document holds
