@@ -91,9 +91,10 @@ DEADLINE = time.monotonic() + float(os.environ.get("DEMO_SECONDS", "420"))
 REPO_NAME = "kernelwatch/demo-kernels"
 REPO = WORK / "demo-kernels"
 BUNDLE = WORK / "demo_history"
-ADA = "Ada Lovelace <ada@example.com>"
-GRACE = "Grace Hopper <grace@example.com>"
-LINUS = "Linus Torvalds <linus@example.com>"
+# Fictional people (issue 19): the bundle recorded before this change still names real ones.
+ADA = "Mira Okafor <mira@example.com>"
+GRACE = "Tomas Lindqvist <tomas@example.com>"
+LINUS = "Priya Raman <priya@example.com>"
 SOURCE = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
                         text=True).stdout.strip() or "unknown"
 UNPADDED = "__shared__ float tile[TILE][TILE];"

@@ -18,6 +18,33 @@ _MARKER_STYLE = {
     "alert": {"symbol": "x", "size": 13, "color": "#d62728", "line": {"width": 1}},
 }
 _MARKER_NAMES = {"change_point": "change points", "alert": "alerts"}
+LEGEND_CHARS = 40  # a legend entry longer than this is cut, its full name in the hover
+BASELINE_LINES_MAX = 6  # more lines than this: no baseline levels (they would crowd the plot)
+_TIME_UNITS = frozenset({"ns", "us", "ms", "s"})
+
+
+def short_label(label: str, limit: int = LEGEND_CHARS) -> str:
+    """A legend entry: the label, or its start and end around an ellipsis (the kernel at the
+    end of a series label tells lines apart as much as the workload at its start)."""
+    if len(label) <= limit:
+        return label
+    tail = limit // 3
+    return f"{label[: limit - tail - 1]}…{label[-tail:]}"
+
+
+def baseline_level(line: TrendLine) -> tuple[str, str, float] | None:
+    """The level a verdict compares with: from the newest change point shown (else the first
+    point) to the newest point, the median of the medians; (start, end, level) or None."""
+    if not line.points:
+        return None
+    starts = [m.committed_at for m in line.markers if m.kind == "change_point"]
+    start = max(starts) if starts else line.points[0].committed_at
+    values = sorted(p.median for p in line.points if p.committed_at >= start)
+    if not values:
+        return None
+    mid = len(values) // 2
+    level = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    return start.isoformat(), line.points[-1].committed_at.isoformat(), level
 
 
 def _figure(
@@ -58,6 +85,7 @@ def trend_figure(lines: list[TrendLine], *, metric: str, log_y: bool = False) ->
     """Medians along a branch with a q1-q3 band, plus change-point and alert markers."""
     traces: list[go.Scatter] = []
     markers: list[go.Scatter] = []
+    levels: list[go.Scatter] = []
     arrays: dict[int, dict[str, object]] = {}  # a line's points, set after building (_figure)
     medians: list[int] = []
     for i, line in enumerate(lines):
@@ -98,34 +126,58 @@ def trend_figure(lines: list[TrendLine], *, metric: str, log_y: bool = False) ->
                 for p in line.points
             ],
         }
+        full = line.label.replace("<", "&lt;")
         traces.append(
             _scatter(
                 mode="lines+markers",
-                name=line.label,
+                name=short_label(line.label),
                 legendgroup=group,
                 line={"color": colour, "width": 2},
                 marker={"size": 6},
                 hovertemplate=(
+                    f"<b>{full}</b><br>"
                     "<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
                     "%{customdata[3]}<br>median <b>%{customdata[4]}</b> "
-                    "(q1 %{customdata[5]}, q3 %{customdata[6]})<extra>%{fullData.name}</extra>"
+                    "(q1 %{customdata[5]}, q3 %{customdata[6]})<extra></extra>"
                 ),
             )
         )
+        level = baseline_level(line) if len(lines) <= BASELINE_LINES_MAX else None
+        if level is not None:
+            start, end, value = level
+            levels.append(
+                _scatter(
+                    x=[start, end],
+                    y=[value, value],
+                    mode="lines",
+                    line={"color": colour, "width": 1.5, "dash": "dash"},
+                    legendgroup=group,
+                    showlegend=False,
+                    name=f"{short_label(line.label)}: baseline",
+                    # No hover: its ends sit on the newest point, whose own hover matters more.
+                    hoverinfo="skip",
+                )
+            )
         for kind in ("change_point", "alert"):
             _add_markers(markers, line, [m for m in line.markers if m.kind == kind], kind, colour)
     # Drawn last, so that no line or band of a later series covers a change point or an alert.
-    traces += markers
+    traces += levels + markers
     units = {line.unit for line in lines}
-    title = f"{metric} ({units.pop()})" if len(units) == 1 else metric
+    unit = units.pop() if len(units) == 1 else None
+    title = f"{metric} ({unit})" if unit else metric
+    if unit in _TIME_UNITS:
+        title += " · lower is better"
     return _figure(
         traces,
         _layout(
             height=480,
             hovermode="closest",
-            legend={"orientation": "h", "y": -0.18},
+            # Below the axis with no axis title to collide with (the ticks are dates); the
+            # entries wrap on a narrow screen and the bottom margin grows with them.
+            legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
+            margin={"l": 70, "r": 20, "t": 30, "b": 40},
             yaxis={"title": {"text": title}, "type": "log" if log_y else "linear"},
-            xaxis={"title": {"text": "commit time"}},
+            xaxis={"automargin": True},
             meta={"median_traces": medians, "kind": "trend"},
         ),
         arrays,
@@ -155,10 +207,13 @@ def _add_markers(
             y=ys,
             mode="markers",
             marker=style,
-            name=f"{line.label}: {_MARKER_NAMES[kind]}",
+            # One legend entry per kind, whichever series it marks: the hover names the series.
+            name=_MARKER_NAMES[kind],
             legendgroup=f"{kind}",
+            showlegend=not any(t.legendgroup == kind for t in traces),
+            meta={"series": line.label},
             text=texts,
-            hovertemplate="%{text}<extra>" + _MARKER_NAMES[kind] + "</extra>",
+            hovertemplate="%{text}<extra>" + short_label(line.label, 30) + "</extra>",
         )
     )
 
@@ -240,9 +295,11 @@ def verdict_history_figure(columns: list[VerdictColumn]) -> go.Figure:
         _layout(
             barmode="stack",
             height=300,
-            xaxis={"type": "category", "title": {"text": "run (oldest left)"}},
+            xaxis={"type": "category", "title": {"text": "run (oldest left)"}, "automargin": True},
             yaxis={"title": {"text": "series"}},
-            legend={"orientation": "h", "y": -0.3},
+            # Above the bars: below, the rotated commit labels and the axis title met it.
+            legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+            margin={"l": 70, "r": 20, "t": 60, "b": 50},
             meta={"kind": "verdicts"},
         ),
     )

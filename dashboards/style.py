@@ -22,7 +22,7 @@ LINE_COLOURS = (
     "#56B4E9",
     "#D55E00",
     "#F0E442",
-    "#000000",
+    "#8C8C8C",  # Okabe-Ito's black, lightened: legible on the dark theme's background too
 )
 
 

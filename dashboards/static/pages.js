@@ -7,12 +7,31 @@ function figureData(key) {
   return node ? JSON.parse(node.textContent) : null;
 }
 
+// The figures are built light (plotly_white); on a dark page their paper, grid and text follow
+// the page's colours instead.
+const DARK = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+
+function themed(layout) {
+  if (!DARK) return layout;
+  const css = getComputedStyle(document.documentElement);
+  const panel = css.getPropertyValue("--panel").trim(), fg = css.getPropertyValue("--fg").trim();
+  const grid = css.getPropertyValue("--line").trim();
+  const axis = (a) => ({ ...(a || {}), gridcolor: grid, linecolor: grid, zerolinecolor: grid });
+  return {
+    ...layout, paper_bgcolor: panel, plot_bgcolor: panel,
+    font: { ...(layout.font || {}), color: fg },
+    xaxis: axis(layout.xaxis), yaxis: axis(layout.yaxis),
+    legend: { ...(layout.legend || {}), font: { color: fg } },
+  };
+}
+
 async function drawFigures() {
   const divs = document.querySelectorAll("div.figure[data-figure]");
   await Promise.all(Array.from(divs).map(async (div) => {
     const fig = figureData(div.dataset.figure);
     if (!fig) return;
-    await Plotly.newPlot(div, fig.data, fig.layout, { responsive: true, displaylogo: false });
+    const layout = themed(fig.layout);
+    await Plotly.newPlot(div, fig.data, layout, { responsive: true, displaylogo: false });
     div.dataset.rendered = "true";
     if (div.dataset.figure === "trend") wireTrend(div);
   }));

@@ -142,3 +142,34 @@ def test_triage_from_the_alerts_page(
     assert page.locator(f"#alert-{alert['id']} h2 .state").text_content() == "acknowledged"
     assert admin.get(f"/api/v1/alerts/{alert['id']}").json()["note"] == "bisecting"
     browser_page.screenshot("alerts-triaged")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_phone_wide_page_fits_and_a_dark_page_draws_dark_figures(
+    browser: object, server: object, history: History, scheme: str
+) -> None:
+    """390 px wide (a phone): no page is wider than the screen (tables scroll in their box);
+    in dark mode the figures take the page's panel colour, not plotly's white."""
+    context = browser.new_context(viewport={"width": 390, "height": 800}, color_scheme=scheme)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        for path in ("/", "/trends", "/alerts", f"/commits/{history.sha(history.regressed_at)}"):
+            page.goto(server.url + path)
+            page.wait_for_selector("body[data-figures-ready='true']", timeout=20_000)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, f"{path} is {width} px wide at 390"
+        page.goto(server.url + "/trends")
+        page.wait_for_selector("body[data-figures-ready='true']", timeout=20_000)
+        paper = page.evaluate("document.getElementById('figure-trend')._fullLayout.paper_bgcolor")
+        panel = page.evaluate(
+            "getComputedStyle(document.documentElement).getPropertyValue('--panel').trim()"
+        )
+        if scheme == "dark":
+            assert panel.lower() == "#1b1b21" and paper.lower() in ("#1b1b21", "rgb(27, 27, 33)")
+        else:
+            assert paper == "#fff" and panel == "#fff"
+        assert errors == []
+    finally:
+        context.close()

@@ -8,8 +8,12 @@ import pytest
 
 from dashboards.devices import achieved, device_peak
 from dashboards.figures import (
+    BASELINE_LINES_MAX,
+    LEGEND_CHARS,
+    baseline_level,
     breakdown_figure,
     change_figure,
+    short_label,
     trend_figure,
     verdict_history_figure,
 )
@@ -38,8 +42,10 @@ def points(medians: list[float]) -> list[TrendPoint]:
 def test_trend_has_a_band_a_median_and_hover_data_per_line() -> None:
     line = TrendLine(label="gemm m=1024", unit="us", points=points([100.0, 101.0, 110.0]))
     fig = trend_figure([line], metric="duration")
-    q1, q3, median = fig.data
+    q1, q3, median, baseline = fig.data
     assert list(median.y) == [100.0, 101.0, 110.0]
+    assert list(baseline.y) == [101.0, 101.0] and baseline.line.dash == "dash"
+    assert baseline.x == (median.x[0], median.x[-1]) and baseline.showlegend is False
     assert list(q1.y) == pytest.approx([99.0, 99.99, 108.9])
     assert q3.fill == "tonexty" and q1.hoverinfo == "skip" and q3.hoverinfo == "skip"
     assert median.name == "gemm m=1024" and q1.legendgroup == median.legendgroup
@@ -47,9 +53,10 @@ def test_trend_has_a_band_a_median_and_hover_data_per_line() -> None:
     assert (sha7, author, subject, value) == ("3" * 10, "Ada", "commit 2", "110 us")
     assert date == "2026-11-01 00:02 UTC" and full == "3" * 40
     assert "%{customdata[4]}" in median.hovertemplate
-    assert fig.layout.yaxis.title.text == "duration (us)"
+    assert fig.layout.yaxis.title.text == "duration (us) · lower is better"
     assert fig.layout.yaxis.type == "linear"
     assert fig.layout.meta["median_traces"] == [2]
+    assert not fig.layout.xaxis.title.text  # dates need no title, and it met the legend
 
 
 def test_trend_log_scale_and_several_lines() -> None:
@@ -75,7 +82,8 @@ def test_trend_marks_change_points_and_alerts_at_their_commits() -> None:
     ]
     fig = trend_figure([TrendLine("k", "us", pts, markers)], metric="duration")
     by_name = {t.name: t for t in fig.data}
-    cps, alerts = by_name["k: change points"], by_name["k: alerts"]
+    cps, alerts = by_name["change points"], by_name["alerts"]
+    assert cps.meta == {"series": "k"} and cps.showlegend and alerts.showlegend
     assert list(cps.y) == [110.0, 100.0] and cps.x[0] == pts[3].committed_at.isoformat()
     assert cps.marker.symbol == "diamond-open"
     assert list(alerts.y) == [110.0] and alerts.marker.symbol == "x"
@@ -163,5 +171,50 @@ def test_trend_markers_are_drawn_above_every_line() -> None:
                                                     "alert #1 (open)")])  # fmt: skip
     fig = trend_figure([marked, TrendLine("b", "us", points([105.0, 106.0]))], metric="duration")
     names = [t.name for t in fig.data]
-    assert names.index("a: alerts") > max(names.index(n) for n in ("b", "b q1", "b q3"))
+    assert names.index("alerts") > max(names.index(n) for n in ("b", "b q1", "b q3"))
     assert fig.layout.meta["median_traces"] == [2, 5]
+
+
+def test_long_labels_are_cut_in_the_legend_and_whole_in_the_hover() -> None:
+    label = "train_step batch=256 d_hidden=4096 d_in=1024 d_out=1024 p_drop=0.1 · train_step"
+    fig = trend_figure([TrendLine(label, "us", points([1.0, 2.0]))], metric="duration")
+    median = fig.data[2]
+    assert len(median.name) == LEGEND_CHARS and median.name.endswith("· train_step")
+    assert "…" in median.name and label in median.hovertemplate
+    assert short_label("gemm m=1024") == "gemm m=1024"
+
+
+def test_the_baseline_level_starts_at_the_newest_change_point() -> None:
+    pts = points([100.0, 100.0, 100.0, 130.0, 131.0, 129.0])
+    shift = TrendMarker("change_point", pts[3].sha, pts[3].committed_at, "+30%", 130.0)
+    start, end, level = baseline_level(TrendLine("k", "us", pts, [shift]))
+    assert (start, end, level) == (pts[3].committed_at.isoformat(),
+                                   pts[-1].committed_at.isoformat(), 130.0)  # fmt: skip
+    assert baseline_level(TrendLine("k", "us", pts))[2] == 114.5  # no change point: all six
+    assert baseline_level(TrendLine("k", "us", [])) is None
+
+
+def test_no_baselines_for_a_crowd_of_lines_and_levels_under_the_markers() -> None:
+    pts = points([1.0, 2.0])
+    many = [TrendLine(f"k{i}", "us", pts) for i in range(BASELINE_LINES_MAX + 1)]
+    fig = trend_figure(many, metric="duration")
+    assert not any(t.name.endswith(": baseline") for t in fig.data)
+    alert = TrendMarker("alert", pts[1].sha, pts[1].committed_at, "alert #1")
+    fig = trend_figure([TrendLine("a", "us", pts, [alert])], metric="duration")
+    names = [t.name for t in fig.data]
+    assert names.index("a: baseline") < names.index("alerts")
+    assert trend_figure([TrendLine("a", "byte", pts)], metric="dram").layout.yaxis.title.text == (
+        "dram (byte)"
+    )
+
+
+def test_one_legend_entry_per_marker_kind_whatever_series_it_marks() -> None:
+    pts = points([1.0, 2.0])
+    when = pts[1].committed_at
+    lines = [
+        TrendLine(name, "us", pts, [TrendMarker("alert", pts[1].sha, when, f"alert of {name}")])
+        for name in "ab"
+    ]
+    alerts = [t for t in trend_figure(lines, metric="duration").data if t.name == "alerts"]
+    assert [t.showlegend for t in alerts] == [True, False]
+    assert [t.meta["series"] for t in alerts] == ["a", "b"]

@@ -155,7 +155,7 @@ def test_trends_mark_change_points_and_alerts(
     names = {t["name"]: t for t in fig["data"]}
     marks = [t for name, t in names.items() if name.endswith("change points")]
     assert len(marks) == 1 and len(marks[0]["x"]) == 1
-    assert any(name.endswith(": alerts") for name in names)
+    assert "alerts" in names and names["alerts"]["meta"]["series"]
 
 
 def test_commit_page_shows_medians_changes_throughput_and_profiles(
