@@ -67,9 +67,50 @@ def params_label(params: dict[str, Any] | None) -> str:
     return " ".join(f"{k}={v}" for k, v in (params or {}).items())
 
 
-def series_label(workload: str, params: dict[str, Any], kernel: str) -> str:
+_SUPERSCRIPT = {2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹"}
+
+
+def series_label(
+    workload: str, params: dict[str, Any], kernel: str | None, *, compact: bool = False
+) -> str:
+    """A series' name for a person: 'gemm_fwd m=1024 n=1024 k=1024 act=gelu · gemm_bias_act_fwd'
+    on pages; `compact` for a line of 140 characters (a GitHub commit status):
+    'gemm_fwd 1024³ gelu gemm_bias_act_fwd' (equal sizes as a power, strings bare)."""
+    if compact:
+        return _compact_label(workload, params, kernel)
     label = f"{workload} {params_label(params)}".strip()
-    return label if kernel in (workload, "") else f"{label} · {kernel}"
+    return label if kernel in (workload, "", None) else f"{label} · {kernel}"
+
+
+def _compact_label(workload: str, params: dict[str, Any], kernel: str | None) -> str:
+    numbers = [v for v in params.values() if _is_number(v)]
+    parts = [workload]
+    if len(numbers) > 1 and len(set(numbers)) == 1 and len(numbers) in _SUPERSCRIPT:
+        parts.append(f"{_number(numbers[0])}{_SUPERSCRIPT[len(numbers)]}")
+    elif numbers:
+        parts.append("×".join(_number(n) for n in numbers))
+    for name, value in params.items():
+        if isinstance(value, str):
+            parts.append(value)
+        elif not _is_number(value):
+            parts.append(f"{name}={_plain(value)}")
+    if kernel and kernel not in parts:
+        parts.append(kernel)
+    return " ".join(parts)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return ",".join(_plain(v) for v in value)
+    return str(value).lower() if isinstance(value, bool | None) else str(value)
 
 
 FILTERS = {

@@ -92,10 +92,3 @@ def default_library() -> KernelLibrary:
             else:
                 _default = KernelLibrary(build_nvrtc())
         return _default
-
-
-def set_default_library(library: KernelLibrary | None) -> None:
-    """Make ``library`` the one workloads use when none is passed (None: build again)."""
-    global _default
-    with _lock:
-        _default = library

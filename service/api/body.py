@@ -40,10 +40,6 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join([chunk async for chunk in stream_body(request, limit)])
 
 
-async def read_json_body(request: Request, limit: int) -> Any:
-    return parse_json(await read_body(request, limit))
-
-
 def parse_json(body: bytes) -> Any:
     if not body:
         raise ApiError(422, "empty body; send the result document as JSON")

@@ -118,10 +118,3 @@ def one_writer(factory: sessionmaker[Session]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-@contextmanager
-def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """A session whose work commits on success and rolls back on any error."""
-    with factory() as session, session.begin():
-        yield session

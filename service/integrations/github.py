@@ -32,12 +32,12 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from dashboards.format import series_label
 from service.analysis.evaluate import BROKEN_STATES
 from service.analysis.work import describe
 from service.core.settings import Settings
@@ -53,7 +53,6 @@ COUNT_ORDER = ("regressed", "broken", "more work", "improved", "unchanged", "new
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_SUPERSCRIPT = {2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹"}
 # Statuses of one commit and suite are read and posted one at a time (per process), so that a
 # slower report of an earlier run cannot overwrite the report that already counts a later one.
 _LOCKS = tuple(threading.Lock() for _ in range(64))
@@ -156,7 +155,7 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
         .order_by(Verdict.id)
     ).all()
     for verdict, series in rows:
-        label = series_label(series.workload, series.params, series.kernel)
+        label = series_label(series.workload, series.params, series.kernel, compact=True)
         gpu = f" on {gpus[verdict.run_id]}" if several and gpus.get(verdict.run_id) else ""
         if verdict.verdict == "broken":
             reason = verdict.note.split(":", 1)[0].replace("_", " ") or "broken"
@@ -176,7 +175,7 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
         .order_by(RunWorkload.id)
     )
     for w in workloads:
-        label = series_label(w.name, w.params, None)
+        label = series_label(w.name, w.params, None, compact=True)
         if several and gpus.get(w.run_id):
             label += f" on {gpus[w.run_id]}"
         reason = w.status.replace("_", " ")
@@ -219,45 +218,14 @@ def _more_work(session: Session, runs: list[Run]) -> list[str]:
     grown = sorted(rows, key=lambda r: -(r[0].change if r[0].change is not None else 1e9))
     most: dict[tuple[int, str], str] = {}  # one line per kernel: its most grown counter
     for v, w in grown:
-        label = f"{series_label(w.name, w.params, v.kernel)}: {describe(v.counter, v.change)}"
+        named = series_label(w.name, w.params, v.kernel, compact=True)
+        label = f"{named}: {describe(v.counter, v.change)}"
         most.setdefault((w.id, v.kernel), label)
     return list(most.values())
 
 
 def cut(text: str, limit: int = MAX_DESCRIPTION) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def series_label(workload: str, params: dict[str, Any], kernel: str | None) -> str:
-    """'gemm_fwd 1024³ gelu' for {"m": 1024, "n": 1024, "k": 1024, "act": "gelu"}."""
-    numbers = [v for v in params.values() if _is_number(v)]
-    parts = [workload]
-    if len(numbers) > 1 and len(set(numbers)) == 1 and len(numbers) in _SUPERSCRIPT:
-        parts.append(f"{_number(numbers[0])}{_SUPERSCRIPT[len(numbers)]}")
-    elif numbers:
-        parts.append("×".join(_number(n) for n in numbers))
-    for name, value in params.items():
-        if isinstance(value, str):
-            parts.append(value)
-        elif not _is_number(value):
-            parts.append(f"{name}={_plain(value)}")
-    if kernel and kernel not in parts:
-        parts.append(kernel)
-    return " ".join(parts)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list):
-        return ",".join(_plain(v) for v in value)
-    return str(value).lower() if isinstance(value, bool | None) else str(value)
 
 
 def post_status(

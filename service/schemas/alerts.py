@@ -59,7 +59,7 @@ class CompareRow(BaseModel):
     significant: bool
 
 
-class Comparison(BaseModel):
+class ComparisonPublic(BaseModel):
     base: str
     head: str
     repository: str

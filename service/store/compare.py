@@ -9,7 +9,7 @@ from service.analysis.stats import unpack_samples
 from service.analysis.verdicts import Q, rank_test_p_values
 from service.core.errors import ApiError
 from service.models import Commit, Result, Series
-from service.schemas.alerts import CompareRow, Comparison
+from service.schemas.alerts import CompareRow, ComparisonPublic
 from service.store.commit_metrics import latest_runs
 from service.store.commits import resolve_commit
 from service.store.series import series_public
@@ -25,7 +25,9 @@ def _results(session: Session, commit: Commit) -> dict[int, tuple[Result, Series
     return {series.id: (result, series) for result, series in rows}
 
 
-def compare_commits(session: Session, base: str, head: str, repository: str | None) -> Comparison:
+def compare_commits(
+    session: Session, base: str, head: str, repository: str | None
+) -> ComparisonPublic:
     from scipy.stats import false_discovery_control
 
     base_commit, repo = resolve_commit(session, base, repository)
@@ -56,7 +58,7 @@ def compare_commits(session: Session, base: str, head: str, repository: str | No
             )
         )
     rows.sort(key=lambda r: (not r.significant, -abs(r.change)))
-    return Comparison(
+    return ComparisonPublic(
         base=base_commit.sha,
         head=head_commit.sha,
         repository=repo,

@@ -22,6 +22,7 @@ import httpx
 import pytest
 from pydantic import SecretStr
 
+from dashboards.format import series_label
 from service.core.settings import Settings
 from service.integrations import github
 from tests.conftest import ADMIN_TOKEN
@@ -403,7 +404,9 @@ def test_a_clean_second_gpu_does_not_hide_a_regression_on_the_first(
 
 
 def test_labels_and_the_140_character_limit() -> None:
-    label = github.series_label
+    def label(workload, params, kernel):
+        return series_label(workload, params, kernel, compact=True)
+
     params = {"m": 1024, "n": 1024, "k": 1024, "act": "gelu"}
     assert label("gemm_fwd", params, "gemm_bias_act_f32") == "gemm_fwd 1024³ gelu gemm_bias_act_f32"
     assert label("gemm_fwd", params, "gelu") == "gemm_fwd 1024³ gelu"

@@ -5,18 +5,18 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from service.api.deps import SessionDep
-from service.schemas.alerts import Comparison
+from service.schemas.alerts import ComparisonPublic
 from service.store.compare import compare_commits
 
 router = APIRouter(prefix="/api/v1/compare", tags=["compare"])
 
 
-@router.get("", response_model=Comparison)
+@router.get("", response_model=ComparisonPublic)
 def compare(
     session: SessionDep,
     base: str = Query(..., description="full or short sha"),
     head: str = Query(..., description="full or short sha"),
     repository: str | None = None,
-) -> Comparison:
+) -> ComparisonPublic:
     """Every series measured at both commits: change and significance, by impact."""
     return compare_commits(session, base, head, repository)
