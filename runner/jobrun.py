@@ -92,6 +92,7 @@ def make_run_job(cache_dir: Path, only: str | None = None, console: Any = None) 
             lease_token=claim["attempt_token"],
             cache_dir=cache_dir,
             stop=stop,
+            pull_request=(job.get("payload") or {}).get("pull_request"),
         )
         progress = LogProgress(job["id"])
         bars = None

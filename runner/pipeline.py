@@ -43,7 +43,7 @@ from typing import Any
 from runner import environment, report
 from runner.agent import JobInterrupted
 from runner.build import run_build
-from runner.checkout import Checkouts, _git
+from runner.checkout import CheckoutError, Checkouts, _git
 from runner.host import DEFAULT_CACHE, require_gpu
 from runner.measure import Outcome, run_phase
 from runner.suite import Suite, load_suite
@@ -71,6 +71,9 @@ class RunRequest:
     runner: dict[str, Any] | None = None
     cache_dir: Path = DEFAULT_CACHE
     stop: threading.Event = field(default_factory=threading.Event)
+    # A pull request's job: {"number", "base_ref", "base_sha"} (the target branch's tip when
+    # the PR was pushed); the document names the merge base with it.
+    pull_request: dict[str, Any] | None = None
 
 
 class Progress:
@@ -125,6 +128,10 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
     try:
         branch = request.branch or _branch_of(clone, commit.sha)
         log(f"checked out {commit.sha[:12]} ({branch}) in {worktree}")
+        pull = pull_request_section(checkouts, clone, commit.sha, request.pull_request)
+        if pull:
+            log(f"pull request #{pull['number']}: merge base with {pull['base_ref']} is "
+                f"{(pull['merge_base'] or 'unknown')[:12]}")  # fmt: skip
         suite = load_suite(worktree)
         if suite.device == "cuda":
             require_gpu(suite.name)  # one line naming what is missing, before any work
@@ -151,6 +158,8 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
             work_changes=suite.work_changes,
             log_tail="\n".join(lines),
         )
+        if pull:
+            document["pull_request"] = pull
     finally:
         checkouts.remove(clone, worktree)
     return document
@@ -245,6 +254,23 @@ def _measure(
         )
         profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop, reuse)
     return list(records.values()), build, environment_section
+
+
+def pull_request_section(
+    checkouts: Checkouts, clone: Path, sha: str, pull: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The document's `pull_request`: the job's number and target branch, and the merge base of
+    `sha` with the target's tip the job names (None where git cannot find one)."""
+    if not pull:
+        return None
+    merge_base = None
+    try:
+        base = checkouts.resolve(clone, str(pull["base_sha"]))
+        merge_base = _git("merge-base", sha, base, cwd=clone).strip() or None
+    except (CheckoutError, KeyError):
+        pass  # the service then has no merge base to compare with, and says so
+    return {"number": int(pull["number"]), "base_ref": str(pull["base_ref"]),
+            "merge_base": merge_base}  # fmt: skip
 
 
 def timing_order(ids: list[str], infos: dict[str, dict[str, Any]], default: str) -> list[str]:

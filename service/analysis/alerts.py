@@ -72,7 +72,10 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attem
     """Open suspected alerts for new regressions (with one confirmation job for the run) and
     close active alerts whose series came back. A run analysed again (an earlier commit arrived
     after it) keeps the alerts it opened, but dismisses a still suspected one whose regression
-    it no longer finds."""
+    it no longer finds. A pull request's run opens and closes none: its verdicts are the PR's
+    own (compared with its merge base), not a change of the branch it targets."""
+    if run.pull_request is not None:
+        return
     series_ids = [v.series_id for v in verdicts]
     own = {
         a.series_id: a

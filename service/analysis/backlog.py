@@ -124,6 +124,15 @@ def _reopen_descendants(session: Session, run: Run) -> int:
         for rid, ancestors, committed_at in later
         if (head.sha in ancestors if ancestors else committed_at > head.committed_at)
     ]
+    # Pull requests whose merge base this is: their verdicts waited for it.
+    descendants += session.scalars(
+        select(Run.id).where(
+            Run.repository_id == run.repository_id,
+            Run.merge_base_sha == head.sha,
+            Run.base_ref == run.branch,
+            Run.analysed_at.is_not(None),
+        )
+    ).all()
     if descendants:
         session.execute(
             update(Run)

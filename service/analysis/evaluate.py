@@ -22,7 +22,7 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     session.execute(delete(Verdict).where(Verdict.run_id == run.id))
     head = session.get(Commit, run.commit_id)
     assert head is not None
-    commit_ids = ancestry(session, head, run.branch)
+    commit_ids = baseline_line(session, run, head)
     results = list(session.scalars(select(Result).where(Result.run_id == run.id)))
     history = baselines(session, [r.series_id for r in results], commit_ids)
     shas = _shas(session, history)
@@ -80,6 +80,22 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     session.add_all(verdicts)
     judge_work(session, run.id, previous)
     return verdicts
+
+
+def baseline_line(session: Session, run: Run, head: Commit) -> list[int]:
+    """The commits a run's baseline is drawn from, nearest first: the head's ancestry along its
+    branch; for a pull request's run, the merge base and its ancestry along the target branch
+    (nothing until the merge base is known here: its verdicts wait for it as "new")."""
+    if run.pull_request is None:
+        return ancestry(session, head, run.branch)
+    base = session.scalar(
+        select(Commit).where(
+            Commit.repository_id == run.repository_id, Commit.sha == run.merge_base_sha
+        )
+    )
+    if base is None or run.base_ref is None:
+        return []
+    return [base.id, *(c for c in ancestry(session, base, run.base_ref) if c != base.id)]
 
 
 def _shas(session: Session, history: dict[int, Baseline]) -> dict[int, str]:

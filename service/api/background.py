@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from service.analysis.backlog import backlog_ages, process_pending
 from service.core import telemetry
 from service.core.settings import Settings
-from service.integrations import github
+from service.integrations import github, github_comments
 from service.models.base import utcnow
 from service.store.jobs import reap
 
@@ -63,11 +63,13 @@ class AnalysisWorker:
                 log.exception("analysis backlog failed; retrying in %.0f s", self.poll)
 
     def work_once(self) -> None:
-        report = None
-        if github.enabled(self.settings):
-            settings = self.settings
-            report = lambda run_id: github.report_run(self.factory, settings, run_id)  # noqa: E731
+        report = self._report if github.enabled(self.settings) else None
         process_pending(self.factory, on_analysed=report)
+
+    def _report(self, run_id: str) -> None:
+        """The commit's status, and a pull request's comment, for an analysed run."""
+        github.report_run(self.factory, self.settings, run_id)
+        github_comments.report_pull_request(self.factory, self.settings, run_id)
 
     async def _backlog_quiet(self) -> bool:
         """Wait until no process stored a run for `delay` seconds; False when nothing waits.

@@ -5,6 +5,7 @@ from service.models.base import Base
 from service.models.job import Job, WebhookDelivery
 from service.models.notification import Notification, NotificationTarget
 from service.models.profile import NcuKernel, TimelineEntry
+from service.models.pull_request import PullRequest
 from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
@@ -23,6 +24,7 @@ __all__ = [
     "NcuKernel",
     "Notification",
     "NotificationTarget",
+    "PullRequest",
     "Repository",
     "Result",
     "Run",

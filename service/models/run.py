@@ -30,6 +30,14 @@ class Run(Base):
             sqlite_where=text("change_points_at IS NULL"),
             postgresql_where=text("change_points_at IS NULL"),
         ),
+        # The pull requests waiting on a merge base (service.analysis.backlog), every analysis.
+        Index(
+            "ix_runs_merge_base",
+            "repository_id",
+            "merge_base_sha",
+            sqlite_where=text("merge_base_sha IS NOT NULL"),
+            postgresql_where=text("merge_base_sha IS NOT NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -58,6 +66,11 @@ class Run(Base):
     # for change points; NULL while that waits (service.analysis.backlog, after the ingest).
     analysed_at: Mapped[datetime | None]
     change_points_at: Mapped[datetime | None]
+    # A pull request's run (service.models.pull_request): its number, the branch it targets and
+    # the merge base its verdicts compare with; all NULL for a branch's own runs.
+    pull_request: Mapped[int | None]
+    base_ref: Mapped[str | None] = mapped_column(String(255))
+    merge_base_sha: Mapped[str | None] = mapped_column(String(40))
 
 
 class BuildResource(Base):

@@ -320,6 +320,15 @@ class WorkloadIn(Strict):
         return self
 
 
+class PullRequestIn(Strict):
+    """A pull request's run: its number, the branch it targets, and the merge base of its head
+    with that branch (`git merge-base`), which its verdicts compare with."""
+
+    number: Annotated[int, Field(ge=1, le=2**31 - 1)]
+    base_ref: GitBranch
+    merge_base: Sha | None = None
+
+
 class RunDocument(Strict):
     schema_version: Literal[1]
     run_id: Annotated[
@@ -348,6 +357,11 @@ class RunDocument(Strict):
         default=None,
         description="a confirmation job's base commit, measured interleaved with this one",
     )
+    pull_request: PullRequestIn | None = Field(
+        default=None,
+        description="set on a pull request's run (branch pull/<number>): compared with the "
+        "merge base on base_ref, never part of that branch's history",
+    )
 
     @model_validator(mode="after")
     def _run_is_consistent(self) -> RunDocument:
@@ -357,6 +371,11 @@ class RunDocument(Strict):
             raise ValueError("status is 'build_failed' but build.status is not 'failed'")
         if self.paired_base is not None and self.paired_base.paired_base is not None:
             raise ValueError("paired_base cannot itself carry a paired_base")
+        if self.pull_request is not None and self.branch != f"pull/{self.pull_request.number}":
+            raise ValueError(
+                f"a pull request's run is on branch pull/{self.pull_request.number}, "
+                f"not {self.branch!r}"
+            )
         if self.build.status == "failed" and any(w.timing for w in self.workloads):
             raise ValueError("the build failed, yet workloads carry timings")
         seen: set[tuple[str, str]] = set()

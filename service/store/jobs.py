@@ -63,8 +63,16 @@ def enqueue(
     return jobs
 
 
-def cancel_queued(session: Session, *, repository_id: int, branch: str, keep: list[int]) -> int:
-    """Cancel the branch's still-queued run jobs that a newer push supersedes."""
+def cancel_queued(
+    session: Session,
+    *,
+    repository_id: int,
+    branch: str,
+    keep: list[int],
+    why: str = "superseded by a newer push",
+) -> int:
+    """Cancel the branch's still-queued run jobs (a newer push supersedes them, or their pull
+    request was closed), but those in `keep`."""
     result = session.execute(
         update(Job)
         .where(
@@ -74,7 +82,7 @@ def cancel_queued(session: Session, *, repository_id: int, branch: str, keep: li
             Job.kind == "run",
             Job.id.not_in(keep),
         )
-        .values(state="cancelled", finished_at=utcnow(), failure="superseded by a newer push")
+        .values(state="cancelled", finished_at=utcnow(), failure=why)
     )
     return result.rowcount or 0
 

@@ -1,4 +1,5 @@
-"""Turning a verified GitHub push into queued jobs, once per delivery."""
+"""Turning a verified GitHub push (or pull_request: service.store.pull_requests) into queued
+jobs, once per delivery."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from service.models import Repository, WebhookDelivery
 from service.models.base import utcnow
 from service.schemas.document import MAX_TEXT
 from service.store import jobs as queue
+from service.store import pull_requests
 from service.store.upsert import get_or_create
 
 ZERO_SHA = "0" * 40
@@ -108,8 +110,13 @@ def _handle(
 ) -> Outcome:
     if event == "ping":
         return Outcome(200, "pong: the webhook is set up")
+    if event == "pull_request":
+        status, detail, job_ids = pull_requests.handle(session, settings, payload, delivery_id)
+        return Outcome(status, detail, job_ids)
     if event != "push":
-        return Outcome(202, f"event {event!r} ignored: kernelwatch acts on push events only")
+        return Outcome(
+            202, f"event {event!r} ignored: kernelwatch acts on push and pull_request events"
+        )
     push = PushPayload.model_validate(payload)
     if not push.ref.startswith("refs/heads/"):
         return Outcome(200, f"{push.ref} is not a branch (a tag push?): nothing queued")

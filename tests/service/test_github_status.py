@@ -76,6 +76,8 @@ class FakeGitHub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up waiting (the timeout test)
 
+            do_PATCH = do_POST  # a pull request's comment, updated in place
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 

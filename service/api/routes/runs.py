@@ -17,8 +17,9 @@ from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsD
 from service.api.errors import validation_response
 from service.core import failpoints, telemetry
 from service.core.errors import ApiError
-from service.integrations import github
+from service.integrations import github, github_comments
 from service.models import Commit, Repository, Result, Run
+from service.runs.follow_up import after_store
 from service.schemas.document import RunDocument
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, InvalidDocument, ingest
@@ -85,12 +86,16 @@ async def post_run(
     if outcome.stored:
         await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if outcome.stored and outcome.pk is not None:
+        await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
         if settings.analyse_in_request:
             analysed = await run_in_threadpool(analyse_run, factory, outcome.pk)
             # None: the background worker claimed the run first, and it reports it itself.
             if analysed is not None and github.enabled(settings):
                 # After the answer: the runner never waits on GitHub, nor fails because of it.
                 background.add_task(github.report_run, factory, settings, outcome.run_id)
+                background.add_task(
+                    github_comments.report_pull_request, factory, settings, outcome.run_id
+                )
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())

@@ -1,0 +1,18 @@
+"""What a stored run sets going besides its analysis: a pull request's run asks for a run of its
+merge base on the target branch where there is none (service.store.pull_requests)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from service.models import Run
+from service.store.pull_requests import queue_merge_base
+
+
+def after_store(factory: sessionmaker[Session], run_pk: int, max_attempts: int) -> list[int]:
+    """Jobs queued because of the stored run `run_pk` (none for a branch's own run)."""
+    with factory() as session, session.begin():
+        run = session.get(Run, run_pk)
+        if run is None or run.pull_request is None:
+            return []
+        return queue_merge_base(session, run, max_attempts)
