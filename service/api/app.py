@@ -38,6 +38,7 @@ from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
 from service.core.telemetry import HttpMetrics
 from service.integrations import notify
+from service.pages import pulls
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         compare,
         alerts,
     )
-    for module in (*routers, pages):
+    for module in (*routers, pages, pulls):
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
+# The plain ones live beside settings (service.pages uses them too); the routes take them here.
+from service.core.deps import MAX_ID as MAX_ID
+from service.core.deps import RowId as RowId
+from service.core.deps import SessionDep as SessionDep
+from service.core.deps import SessionFactoryDep as SessionFactoryDep
+from service.core.deps import SettingsDep as SettingsDep
 from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.core.tokens import same_secret, token_hash
 from service.models import Runner
-
-
-# Plain lookups are async: FastAPI runs a sync dependency in the thread pool, a hop that costs
-# more than the lookup.
-async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings
-
-
-async def get_session_factory(request: Request) -> sessionmaker[Session]:
-    return request.app.state.session_factory
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    with request.app.state.session_factory() as session:
-        yield session
-
-
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-# Row ids are 32-bit integers on PostgreSQL: a larger one names nothing and must not reach SQL.
-MAX_ID = 2**31 - 1
-RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
-SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
-SessionDep = Annotated[Session, Depends(get_session)]
 
 _bearer = HTTPBearer(auto_error=False, description="admin token or runner token")
 CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]

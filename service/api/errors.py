@@ -85,7 +85,7 @@ def install_error_handlers(app: FastAPI) -> None:
         answer = validation_response(list(exc.errors()), "request")
         if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
             # A page: the same status and words as its JSON twin, on a page a person can read.
-            from service.api.render import error_page
+            from service.pages.render import error_page
 
             return error_page(request, ApiError(answer.status_code, _detail(answer)))
         return answer

@@ -204,3 +204,24 @@ def test_the_prs_status_and_one_comment_updated_in_place(
     assert "| regressed |" not in comments[1].body["body"]
     with engine.connect() as conn:
         assert conn.execute(select(PullRequest.comment_id)).scalar_one() == 1
+
+
+def test_the_pull_requests_page_and_its_json_twin(
+    service: tuple[Hook, httpx.Client], engine: Engine
+) -> None:
+    hook, admin = service
+    assert admin.get("/pulls").status_code == 200 and "No pull request" in admin.get("/pulls").text
+    main = document(commit="main-1", medians={"gemm_bias_act_f32": 100.0})
+    assert admin.post("/api/v1/runs", json=main).status_code == 201
+    hook.send(pr_event("opened", head="pr-head", base="main-1"), event="pull_request")
+    assert admin.get("/pulls.json").json()["pulls"][0]["run_id"] is None  # waiting for a runner
+    head = pr_document("pr-head", "main-1", 112.0, minutes=4, seed=4)
+    assert admin.post("/api/v1/runs", json=head).status_code == 201
+    (pr,) = admin.get("/pulls.json", params={"state": "open"}).json()["pulls"]
+    assert (pr["number"], pr["merge_base"], pr["verdict_counts"]) == (
+        7, sha_for("main-1"), {"regressed": 1})  # fmt: skip
+    page = admin.get("/pulls", params={"repository": REPO}).text
+    assert f"/commits/{sha_for('pr-head')}?repository={REPO}&amp;branch=pull/7" in page
+    assert f"/compare?base={sha_for('main-1')}&amp;head={sha_for('pr-head')}" in page
+    assert admin.get("/pulls.json", params={"state": "merged"}).json()["pulls"] == []
+    assert admin.get("/pulls.json", params={"state": "bogus"}).status_code == 422

@@ -9,7 +9,7 @@ from plotly.utils import PlotlyJSONEncoder
 
 from dashboards.figures import trend_figure
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
-from service.api.render import plain_figure
+from service.pages.render import plain_figure
 
 
 def test_the_plain_figure_is_what_plotly_serialises() -> None:

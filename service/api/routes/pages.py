@@ -26,9 +26,9 @@ from sqlalchemy.orm import Session
 from dashboards.figures import trend_figure
 from service.api import page_views as views
 from service.api.deps import MAX_ID, SessionDep
-from service.api.render import error_page, plotly_js, render
 from service.api.trend_view import TrendQuery, trend_csv, trend_view
 from service.core.errors import ApiError
+from service.pages.render import error_page, plotly_js, render
 from service.store.pages import ACTIVE_ALERT_STATES
 
 router = APIRouter(tags=["pages"])
