@@ -11,15 +11,17 @@ from typing import Any
 import httpx
 
 
-def post_push(url: str, secret: str, payload: dict[str, Any]) -> httpx.Response:
-    """POST `payload` to `url`/webhooks/github as a push event, signed with `secret`."""
+def post_push(
+    url: str, secret: str, payload: dict[str, Any], event: str = "push"
+) -> httpx.Response:
+    """POST `payload` to `url`/webhooks/github as a push (or `event`), signed with `secret`."""
     body = json.dumps(payload).encode()
     signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return httpx.post(
         f"{url}/webhooks/github",
         content=body,
         headers={
-            "X-GitHub-Event": "push",
+            "X-GitHub-Event": event,
             "X-GitHub-Delivery": str(uuid.uuid4()),
             "X-Hub-Signature-256": f"sha256={signature}",
             "Content-Type": "application/json",

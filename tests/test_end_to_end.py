@@ -78,3 +78,54 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
     assert runners[0]["current_job_id"] is None
     assert not list((tmp_path / "spool").glob("*.json"))
     assert sha_for("unused") not in metrics["commit"]["sha"]
+
+
+def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path) -> None:
+    """A PR whose head is really slower: the agent measures the head on pull/7 and names the
+    merge base, the service queues the merge base on main, the agent measures it, and the PR's
+    verdict is regressed against it, with no alert and nothing on main's history but main."""
+    from benchmarks.webhook import post_push
+    from tests.e2e import SECRET
+    from tests.runner.gitrepo import git
+    from tests.service.test_pull_requests import pr_event
+
+    url, env = service
+    repo, first, second = cpu_suite_repo(tmp_path / "repo")
+    git(repo, "branch", "slower", second)
+    git(repo, "update-ref", "refs/heads/main", first)  # main stays at the first version
+    event = pr_event("opened")
+    event["pull_request"]["head"]["sha"], event["pull_request"]["base"]["sha"] = second, first
+    event["repository"] = {"full_name": REPOSITORY, "clone_url": str(repo)}
+    token = subprocess.run(
+        [BIN / "kernelwatch", "runner-token", "create", "cpu-runner"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    with agent_process([str(BIN / "kernelwatch-runner")], url, token, tmp_path, env,
+                       "--poll", "0.3") as agent:  # fmt: skip
+        answer = post_push(url, SECRET, event, event="pull_request")
+        assert answer.status_code == 202, answer.text
+        (head_job,) = answer.json()["job_ids"]
+        wait_for(lambda: _job_state(url, head_job) == "succeeded", agent, timeout=120)
+
+        def merge_base_measured() -> bool:
+            jobs = httpx.get(f"{url}/api/v1/jobs").json()
+            return any(j["commit"] == first and j["branch"] == "main"
+                       and j["state"] == "succeeded" for j in jobs)  # fmt: skip
+
+        wait_for(merge_base_measured, agent, timeout=120)
+
+        def judged() -> bool:
+            pulls = httpx.get(f"{url}/pulls.json").json()["pulls"]
+            return bool(pulls) and pulls[0]["verdict_counts"].get("regressed") == 2
+
+        wait_for(judged, agent, timeout=60)
+    assert agent.returncode == 0, tail(tmp_path / "agent.log")
+    (pull,) = httpx.get(f"{url}/pulls.json").json()["pulls"]
+    assert (pull["number"], pull["head"], pull["merge_base"]) == (7, second, first)
+    metrics = httpx.get(f"{url}/api/v1/commits/{second}/metrics",
+                        params={"branch": "pull/7"}).json()  # fmt: skip
+    for metric in (k["metrics"][0] for w in metrics["workloads"] for k in w["kernels"]):
+        assert metric["baseline"]["commit"] == first and metric["verdict"] == "regressed"
+    assert httpx.get(f"{url}/api/v1/alerts").json() == []
+    main = httpx.get(f"{url}/trends.json", params={"repository": REPOSITORY, "branch": "main"})
+    assert {p["commit"] for s in main.json()["series"] for p in s["points"]} == {first}
