@@ -34,7 +34,11 @@ def wide(count: int, seed: int = 0) -> str:
     return "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(count))
 
 
-FIXED = {"commit.sha", "commit.parents[]", "commit.ancestors[]"}  # exactly 40 hex digits
+FIXED = {"commit.sha", "commit.parents[]", "commit.ancestors[]",
+         "pull_request.merge_base"}  # exactly 40 hex digits  # fmt: skip
+# A pull request's run is on branch pull/<number>, which the 255-character branch of the
+# document at its maximum is not: these go to their maximum in a document of their own.
+PULL = {"pull_request.base_ref"}
 # Checked against a list of known names, so their maximum is only ever reached by refusal.
 NAMED = {"workloads[].timing.unit", "workloads[].ncu.kernels[].metrics{}.unit"}
 ASCII = {  # their pattern admits these characters only
@@ -137,6 +141,13 @@ def base() -> dict[str, Any]:
     return doc
 
 
+def pull_request_run(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` as a pull request's run (on pull/7, compared with a merge base on main)."""
+    doc["branch"] = "pull/7"
+    doc["pull_request"] = {"number": 7, "base_ref": "main", "merge_base": "b" * 40}
+    return doc
+
+
 def text(path: str, length: int, index: int) -> str:
     """`length` characters, wide ones where the field admits them, ending in `index`."""
     tag = str(index)
@@ -151,7 +162,7 @@ def limited() -> dict[str, int]:
     for path, node in string_fields().items():
         if "enum" in node or "const" in node or node.get("format") == "date-time":
             continue
-        if path in FIXED | NAMED | WHOLE:
+        if path in FIXED | NAMED | WHOLE | PULL:
             continue
         out[path] = node["maxLength"]
     return out
@@ -197,10 +208,10 @@ def test_a_document_with_every_string_at_its_maximum_is_stored(
 
 
 def test_one_character_over_is_refused_naming_the_field(server: LiveServer, engine: Engine) -> None:
-    over = {**limited(), **{p: string_fields()[p]["maxLength"] for p in NAMED | FIXED}}
+    over = {**limited(), **{p: string_fields()[p]["maxLength"] for p in NAMED | FIXED | PULL}}
     with server.client(ADMIN_TOKEN) as admin:
         for path, length in over.items():
-            doc = base()
+            doc = pull_request_run(base()) if path.startswith("pull_request.") else base()
             put(doc, tokens(path), lambda i, p=path, n=length + 1: text(p, n, i))
             answer = admin.post("/api/v1/runs", json=doc)
             assert answer.status_code == 422, (path, answer.text[:500])
@@ -209,6 +220,20 @@ def test_one_character_over_is_refused_naming_the_field(server: LiveServer, engi
             assert all(name in loc for name in named), (path, loc)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(Run)).scalar_one() == 0
+
+
+def test_a_pull_requests_strings_at_their_maximum_are_stored(
+    server: LiveServer, engine: Engine
+) -> None:
+    doc = pull_request_run(base())
+    for path in PULL:
+        put(doc, tokens(path), lambda i, p=path: text(p, string_fields()[p]["maxLength"], i))
+    with server.client(ADMIN_TOKEN) as admin:
+        answer = admin.post("/api/v1/runs", json=doc)
+        assert answer.status_code == 201, answer.text[:2000]
+    with engine.connect() as conn:
+        stored = conn.execute(select(Run.base_ref, Run.pull_request)).one()
+    assert len(stored.base_ref) == 255 and stored.pull_request == 7
 
 
 @pytest.mark.parametrize("extra", [0, 1])

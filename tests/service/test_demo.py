@@ -20,9 +20,9 @@ from service.models import Alert, Commit, Run, Verdict
 from tests.e2e import demo_process
 
 MANIFEST = json.loads((DEMO_DIR / "manifest.json").read_text())
-REGRESSION, FIX = (
+REGRESSION, FIX, OPEN, BROKEN = (
     next(e["commit"] for e in MANIFEST["runs"] if e["note"].startswith(word))
-    for word in ("THE REGRESSION", "THE FIX")
+    for word in ("THE REGRESSION", "THE FIX", "THE SECOND REGRESSION", "A CORRECTNESS FAILURE")
 )
 
 
@@ -34,8 +34,14 @@ def test_the_history_loads_with_its_regression_confirmed_and_fixed(tmp_path: Pat
         runs = session.scalars(select(Run)).all()
         assert len(runs) == sum(e["kind"] == "run" for e in MANIFEST["runs"])
         assert all(r.analysed_at and r.change_points_at for r in runs)
-        (alert,) = session.scalars(select(Alert)).all()
         sha = {c.id: c.sha for c in session.scalars(select(Commit))}
+        alerts = session.scalars(select(Alert).order_by(Alert.id)).all()
+        alert, *still_open = alerts
+        # The second regression, left open: the GEMM and the training step that runs it, both
+        # confirmed, both named for the split-K epilogue's uncoalesced loads.
+        assert [(a.state, sha[a.commit_id]) for a in still_open] == [("open", OPEN)] * 2
+        assert all("gemm_splitk_epilogue" in a.summary and "uncoalesced" in a.summary
+                   for a in still_open)  # fmt: skip
         assert sha[alert.commit_id] == REGRESSION
         assert alert.state == "fixed" and sha[alert.fixed_by_commit_id] == FIX
         assert alert.confirmed_change > 0.3  # the recorded interleaved A B A B run
@@ -65,13 +71,21 @@ def test_a_broken_bundle_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_kernelwatch_demo_serves_the_pages(tmp_path: Path) -> None:
     with demo_process(tmp_path) as url:
-        alerts = httpx.get(f"{url}/api/v1/alerts").json()
-        assert [a["state"] for a in alerts] == ["fixed"]
+        alerts = httpx.get(f"{url}/api/v1/alerts?state=open&state=fixed").json()
+        assert sorted(a["state"] for a in alerts) == ["fixed", "open", "open"]
+        fixed = next(a for a in alerts if a["state"] == "fixed")
         page = httpx.get(f"{url}/alerts?state=fixed")
         assert page.status_code == 200 and "transpose" in page.text
+        # The first look shows what needs attention: the open regression, with its cause.
+        first = httpx.get(f"{url}/alerts").text
+        assert "gemm_fwd" in first and "uncoalesced" in first and "transpose" not in first
         # The commits link the alert they opened and the one they fixed.
         for sha, role in ((REGRESSION, "opened here"), (FIX, "fixed here")):
             (linked,) = httpx.get(f"{url}/commits/{sha}.json").json()["alerts"]
-            assert linked["id"] == alerts[0]["id"] and linked["role"] == role
+            assert linked["id"] == fixed["id"] and linked["role"] == role
+        # The commit whose dropout failed correctness says so.
+        broken = httpx.get(f"{url}/commits/{BROKEN}.json").json()
+        (dropout,) = [w for w in broken["workloads"] if w["workload"] == "dropout"]
+        assert dropout["status"] == "correctness_failed"
         assert not (tmp_path / "kernelwatch.db").exists()  # the real database is untouched
     assert "documents loaded" in (tmp_path / "demo.log").read_text()
