@@ -3,7 +3,10 @@
 ``build(build_dir, arch=None)`` compiles every ``kernels/cuda/*.cu`` with
 ``nvcc -cubin -arch=sm_XX -O3 -Xptxas -v`` (sources in parallel) and returns a ``BuildResult``:
 the cubin of each source and, per kernel, the registers, shared memory, stack, spill stores and
-loads that ptxas reported, and the compile time of its source. The arch comes from the GPU when
+loads that ptxas reported, and the compile time of its source. With a cache folder (``--cache``,
+or $KERNELWATCH_BUILD_CACHE, which the runner sets to a folder it keeps between commits), a
+source whose text, headers, compiler and flags were compiled before is copied from there: a
+commit that changes one kernel file compiles that file only. The arch comes from the GPU when
 none is given. Nothing here needs CuPy except ``device_arch`` (without an ``arch``) and
 ``build_nvrtc``, which compiles the same sources through CuPy's NVRTC when nvcc is missing.
 """
@@ -11,12 +14,14 @@ none is given. Nothing here needs CuPy except ``device_arch`` (without an ``arch
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -25,6 +30,7 @@ from pathlib import Path
 from kernels.ptxas import parse_ptxas
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+CACHE_ENV = "KERNELWATCH_BUILD_CACHE"  # the runner's folder for what builds keep
 NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17", "-Xptxas", "-v")
 _KERNEL_DECL = re.compile(
     r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)'
@@ -132,16 +138,55 @@ def nvcc_command(
     ]
 
 
-def _compile_one(nvcc: str, src: Path, build_dir: Path, arch: str, defines: tuple[str, ...]):
+def cache_key(src: Path, version: str, arch: str, defines: tuple[str, ...]) -> str:
+    """What a cubin is made of: the source with the suite's headers inlined, the compiler's
+    version, the flags, the arch and the defines."""
+    parts = [inline_includes(src), version, " ".join(NVCC_FLAGS), normalize_arch(arch), *defines]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _compile_one(
+    nvcc: str,
+    src: Path,
+    build_dir: Path,
+    arch: str,
+    defines: tuple[str, ...],
+    cache: Path | None = None,
+    version: str = "",
+):
     out = build_dir / (src.stem + ".cubin")
     cmd = nvcc_command(nvcc, src, out, arch, defines)
+    kept = cache / cache_key(src, version, arch, defines) if cache is not None else None
+    if kept is not None and (kept / "meta.json").is_file():
+        # The same source, headers, compiler and flags as a build this host made before: its
+        # cubin and ptxas report, and the seconds that compile took.
+        meta = json.loads((kept / "meta.json").read_text())
+        shutil.copyfile(kept / "out.cubin", out)
+        stderr = (kept / "ptxas.txt").read_text()
+        log = f"$ {' '.join(cmd)}  # cached: the same inputs as an earlier build\n{stderr}"
+        return src, out, float(meta["seconds"]), stderr, log
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - t0
     log = f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
     if proc.returncode != 0:
         raise BuildError(f"nvcc failed on {src.name} (exit {proc.returncode})", log)
+    if kept is not None:
+        _keep(kept, out, proc.stderr, seconds)
     return src, out, seconds, proc.stderr, log
+
+
+def _keep(kept: Path, cubin: Path, stderr: str, seconds: float) -> None:
+    """Store a compile's outputs under `kept`, whole or not at all (several builds at once)."""
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{kept.name}-", dir=kept.parent))
+    shutil.copyfile(cubin, tmp / "out.cubin")
+    (tmp / "ptxas.txt").write_text(stderr)
+    (tmp / "meta.json").write_text(json.dumps({"seconds": round(seconds, 4)}))
+    try:
+        tmp.rename(kept)
+    except OSError:  # another build kept the same one first
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def build(
@@ -151,8 +196,11 @@ def build(
     nvcc: str | None = None,
     defines: tuple[str, ...] = (),
     only: tuple[str, ...] | None = None,
+    cache: Path | None = None,
 ) -> BuildResult:
-    """Compile every source (or the files named in ``only``) to ``build_dir/<stem>.cubin``."""
+    """Compile every source (or the files named in ``only``) to ``build_dir/<stem>.cubin``;
+    with ``cache`` (a folder kept between builds), a source compiled before with the same
+    headers, compiler and flags is taken from there instead of compiled again."""
     nvcc = nvcc or find_nvcc()
     if nvcc is None:
         raise BuildError("nvcc not found (set $NVCC or $CUDA_HOME, or use build_nvrtc)")
@@ -161,8 +209,10 @@ def build(
     build_dir.mkdir(parents=True, exist_ok=True)
     srcs = [s for s in sources() if only is None or s.name in only]
     result = BuildResult(arch, "nvcc", nvcc_version(nvcc), str(build_dir))
+    version = result.compiler_version
     with ThreadPoolExecutor(max_workers=min(8, len(srcs) or 1)) as pool:
-        jobs = [pool.submit(_compile_one, nvcc, s, build_dir, arch, defines) for s in srcs]
+        jobs = [pool.submit(_compile_one, nvcc, s, build_dir, arch, defines, cache, version)
+                for s in srcs]  # fmt: skip
         done = [j.result() for j in jobs]
     for src, out, seconds, stderr, log in done:
         result.cubins[src.name] = str(out)
@@ -291,9 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kernels.build", description=__doc__)
     parser.add_argument("--out", required=True, type=Path, help="where the cubins go")
     parser.add_argument("--arch", help="e.g. sm_90 (default: the GPU's)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=os.environ.get(CACHE_ENV) or None,
+        help=f"cubins kept between builds (default: ${CACHE_ENV}, else none)",
+    )
     args = parser.parse_args(argv)
     try:
-        result = build(args.out, args.arch)
+        result = build(args.out, args.arch, cache=args.cache)
     except BuildError as exc:
         print(exc.log, file=sys.stderr)
         print(f"build failed: {exc}", file=sys.stderr)

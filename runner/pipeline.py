@@ -174,7 +174,9 @@ def _measure(
     check_stop: Callable[[], None],
     commit: str,
 ):
-    env = {"KERNELWATCH_BUILD_DIR": str(build_dir)}
+    # The build folder of this run, and a folder kept between runs for what builds may reuse.
+    env = {"KERNELWATCH_BUILD_DIR": str(build_dir),
+           "KERNELWATCH_BUILD_CACHE": str(request.cache_dir / "builds")}  # fmt: skip
     progress.stage("build")
 
     def describe() -> tuple[Any, dict[str, Any]]:  # needs no build: runs beside it

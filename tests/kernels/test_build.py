@@ -72,3 +72,27 @@ def test_compile_error_is_reported(tmp_path, monkeypatch):
     with pytest.raises(build.BuildError) as err:
         build.build(tmp_path / "out", arch="sm_90")
     assert "nope" in err.value.log
+
+
+@needs_nvcc
+def test_a_cached_build_compiles_only_what_changed(tmp_path):
+    cache = tmp_path / "cache"
+    first = build.build(tmp_path / "a", arch="sm_90", cache=cache, only=("transpose.cu",))
+    again = build.build(tmp_path / "b", arch="sm_90", cache=cache, only=("transpose.cu",))
+    assert "# cached" not in first.log and "# cached" in again.log
+    assert Path(again.cubins["transpose.cu"]).read_bytes() == Path(
+        first.cubins["transpose.cu"]).read_bytes()  # fmt: skip
+    assert again.kernels == first.kernels  # the same ptxas report, the first compile's seconds
+    other = build.build(tmp_path / "c", arch="sm_90", cache=cache, only=("transpose.cu",),
+                        defines=("KW_TEST=1",))  # fmt: skip
+    assert "# cached" not in other.log
+
+
+def test_the_cache_key_follows_every_input():
+    src = build.CUDA_DIR / "gemm.cu"
+    key = build.cache_key(src, "V13.0.88", "sm_90", ())
+    assert key == build.cache_key(src, "V13.0.88", "90", ())
+    assert key != build.cache_key(src, "V13.0.99", "sm_90", ())
+    assert key != build.cache_key(src, "V13.0.88", "sm_100", ())
+    assert key != build.cache_key(src, "V13.0.88", "sm_90", ("X=1",))
+    assert key != build.cache_key(build.CUDA_DIR / "gemm_tf32.cu", "V13.0.88", "sm_90", ())
