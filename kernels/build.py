@@ -31,6 +31,7 @@ from kernels.ptxas import parse_ptxas
 
 CUDA_DIR = Path(__file__).resolve().parent / "cuda"
 CACHE_ENV = "KERNELWATCH_BUILD_CACHE"  # the runner's folder for what builds keep
+CACHE_ENTRIES = 500  # compiled sources kept there, the least recently used dropped first
 NVCC_FLAGS = ("-cubin", "-O3", "-std=c++17", "-Xptxas", "-v")
 _KERNEL_DECL = re.compile(
     r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s+)?(\w+)'
@@ -162,6 +163,7 @@ def _compile_one(
         # cubin and ptxas report, and the seconds that compile took.
         meta = json.loads((kept / "meta.json").read_text())
         shutil.copyfile(kept / "out.cubin", out)
+        os.utime(kept)  # recently used: pruned last
         stderr = (kept / "ptxas.txt").read_text()
         log = f"$ {' '.join(cmd)}  # cached: the same inputs as an earlier build\n{stderr}"
         return src, out, float(meta["seconds"]), stderr, log
@@ -174,6 +176,16 @@ def _compile_one(
     if kept is not None:
         _keep(kept, out, proc.stderr, seconds)
     return src, out, seconds, proc.stderr, log
+
+
+def prune(cache: Path, keep: int = CACHE_ENTRIES) -> int:
+    """Remove the least recently used of the cache's compiled sources beyond `keep`."""
+    entries = sorted((p for p in cache.glob("*") if p.is_dir() and not p.name.startswith(".")),
+                     key=lambda p: p.stat().st_mtime)  # fmt: skip
+    gone = entries[: max(0, len(entries) - keep)]
+    for path in gone:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(gone)
 
 
 def _keep(kept: Path, cubin: Path, stderr: str, seconds: float) -> None:
@@ -214,6 +226,8 @@ def build(
         jobs = [pool.submit(_compile_one, nvcc, s, build_dir, arch, defines, cache, version)
                 for s in srcs]  # fmt: skip
         done = [j.result() for j in jobs]
+    if cache is not None:
+        prune(cache)
     for src, out, seconds, stderr, log in done:
         result.cubins[src.name] = str(out)
         result.log += log

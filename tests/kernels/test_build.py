@@ -96,3 +96,16 @@ def test_the_cache_key_follows_every_input():
     assert key != build.cache_key(src, "V13.0.88", "sm_100", ())
     assert key != build.cache_key(src, "V13.0.88", "sm_90", ("X=1",))
     assert key != build.cache_key(build.CUDA_DIR / "gemm_tf32.cu", "V13.0.88", "sm_90", ())
+
+
+def test_the_cache_keeps_the_most_recently_used(tmp_path):
+    import os
+
+    for i in range(5):
+        entry = tmp_path / f"k{i}"
+        entry.mkdir()
+        os.utime(entry, (1000 + i, 1000 + i))
+    os.utime(tmp_path / "k0", (2000, 2000))  # used again lately
+    (tmp_path / ".k9-tmp").mkdir()  # a build still writing its entry
+    assert build.prune(tmp_path, keep=2) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".k9-tmp", "k0", "k4"]
