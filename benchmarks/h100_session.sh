@@ -95,8 +95,15 @@ BUNDLE = WORK / "demo_history"
 ADA = "Mira Okafor <mira@example.com>"
 GRACE = "Tomas Lindqvist <tomas@example.com>"
 LINUS = "Priya Raman <priya@example.com>"
+# The tree copied to a GPU host need not be its git HEAD (uncommitted changes travel, and the
+# copy's .git may be older): the kernels' own content hash says what was recorded.
 SOURCE = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT, capture_output=True,
                         text=True).stdout.strip() or "unknown"
+_KERNELS = sorted(p for p in (ROOT / "kernels").rglob("*") if p.is_file()
+                  and "__pycache__" not in p.parts and p.suffix != ".cubin")
+SOURCE += " with kernels/ of sha256 " + __import__("hashlib").sha256(
+    b"".join(p.relative_to(ROOT).as_posix().encode() + b"\0" + p.read_bytes() for p in _KERNELS)
+).hexdigest()[:12]
 UNPADDED = "__shared__ float tile[TILE][TILE];"
 PADDED = "__shared__ float tile[TILE][TILE + 1];"
 
