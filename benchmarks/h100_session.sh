@@ -190,6 +190,11 @@ STEPS = [
                   "// so results do not depend on the order the blocks finish in.)\n"
                   "// FP32 GEMMs of the suite:"),
      "an ordinary change while the regression is live: a comment in gemm.cu"),
+    ("transpose: name the pass height\n\nComment only.", LINUS,
+     lambda: edit("kernels/cuda/transpose.cu", "#define ROWS_PER_PASS 8",
+                  "// Each thread moves TILE / ROWS_PER_PASS elements of the tile.\n"
+                  "#define ROWS_PER_PASS 8"),
+     "an ordinary change while the regression is live: a comment in transpose.cu"),
     ("transpose: pad the shared tile again\n\nWithout the padding column every column read of "
      "the tile hits one bank: a 32-way conflict. Restores 32x33.", ADA, fix,
      "THE FIX: the padding column is back (32x33 floats); transpose[cols=4096,rows=4096] is "
@@ -204,23 +209,33 @@ STEPS = [
     ("README: how to run the suite\n\nDocumentation only.", LINUS,
      lambda: append("README.md", "\nRun it with `kernelwatch-runner run --repo . --commit "
                     "HEAD`.\n"),
-     "an ordinary change: documentation only"),
+     "pushed with the two commits after it: documentation only"),
     ("gemm: walk the split-K epilogue by column strips\n\nEach thread sums one element per "
      "row of a strip.", LINUS, lambda: edit("kernels/cuda/gemm.cu", COALESCED, STRIDED),
      "THE SECOND REGRESSION, left open: the split-K epilogue's threads walk down columns "
      "(thread g takes row g % M), so neighbouring threads read addresses N floats apart and no "
-     "load coalesces; gemm_fwd 1024^3 (split-K) and the training step get slower"),
+     "load coalesces; gemm_fwd 1024^3 (split-K) and the training step get slower. Pushed in the "
+     "middle of three commits: found at the push's head, bisected to this commit"),
     ("NOTES: the transpose bank conflicts\n\nDocumentation only.", LINUS,
      lambda: append("kernels/NOTES.md", "\n## Transpose\nThe 32x32 tile needs its padding "
                     "column: without it every column read is a 32-way bank conflict.\n"),
-     "an ordinary change while the second regression is live: documentation only"),
+     "THE PUSH'S HEAD: documentation only, the last of three commits pushed at once; measured "
+     "here, the second regression shows, and its bisection names the commit before"),
     ("dropout: say why the tail is scalar\n\nComment only.", GRACE,
      lambda: edit("kernels/cuda/dropout.cu", "#include \"philox.cuh\"",
                   "// (n need not be a multiple of 4: the last group is scalar, never a float4\n"
                   "// that would read past the end.)\n#include \"philox.cuh\""),
      "an ordinary change while the second regression is live: a comment in dropout.cu"),
+    ("loss: say why the sum is in double\n\nComment only.", ADA,
+     lambda: edit("kernels/cuda/loss.cu", "#define LOSS_THREADS 256",
+                  "// (partial sums in double: the order blocks finish in does not move the "
+                  "result)\n#define LOSS_THREADS 256"),
+     "an ordinary change while the second regression is live: a comment in loss.cu"),
 ]
-REGRESSION, FIX, BROKEN, REGRESSION_OPEN = 3, 5, 6, 9  # indexes into STEPS
+REGRESSION, FIX, BROKEN, REGRESSION_OPEN = 3, 6, 7, 10  # indexes into STEPS
+# Steps 9-11 arrive as one push: only its head (11) is measured, as a push's job is; the
+# regression found there is confirmed and then bisected over the pushed commits.
+PUSHED, PUSH_HEAD = (9, 10), 11
 
 
 def run(sha: str, out: Path, log) -> int:
@@ -271,6 +286,7 @@ def ident(w: dict) -> str:
 
 
 def how(gpu: str, shas: list, wanted: list) -> str:
+    """The manifest's account; `shas`: every commit made so far, in STEPS order."""
     short = [s[:12] for s in shas]
 
     def at(index: int) -> str:
@@ -283,7 +299,8 @@ def how(gpu: str, shas: list, wanted: list) -> str:
         f"A temporary git repository `demo-kernels` (branch main) was made from a copy of "
         f"kernelwatch's kernelwatch.toml and kernels/ (as at kernelwatch commit {SOURCE}) plus a "
         f"README, and {len(shas)} commits "
-        f"were applied one after another, each measured right after it was made with "
+        f"were applied one after another, each measured right after it was made (but the "
+        f"two pushed before the push's head, below) with "
         f"`python3 -m runner.cli run --repo demo-kernels --commit SHA --out FILE --only "
         f"'{ONLY}' --branch main --repository-name {REPO_NAME}` (= kernelwatch-runner run: "
         f"checkout in a git worktree, nvcc build, correctness against float64 references, "
@@ -298,7 +315,10 @@ def how(gpu: str, shas: list, wanted: list) -> str:
         f"padding and fixes it. Commit {at(BROKEN)} drops dropout's 1/(1-p) scale (the workload "
         f"fails correctness) and the next commit restores it. Commit {at(REGRESSION_OPEN)} makes "
         f"the split-K GEMM epilogue's loads uncoalesced (its threads walk down columns): a second "
-        f"regression, of gemm_fwd 1024^3 and the training step, left open. The other commits "
+        f"regression, of gemm_fwd 1024^3 and the training step, left open; it was pushed with "
+        f"the commit before and the one after it, measured at the push's head only, confirmed "
+        f"there and bisected (each tested commit against the last good one, interleaved, "
+        f"recorded as service.analysis.bisect asks for them). The other commits "
         f"change comments and documentation only. For each regressed commit a confirmation was "
         f"also recorded offline with "
         f"runner.confirm.execute_confirmation (what a confirm job runs): its parent as base and "
@@ -310,19 +330,58 @@ def how(gpu: str, shas: list, wanted: list) -> str:
     )
 
 
+def bisect(good: str, candidates: list, wanted: list, runs: list) -> None:
+    """Record what the service's bisection (service.analysis.bisect) will ask for: the middle
+    candidate against the last good commit, interleaved, until the first bad one is known."""
+    while candidates:
+        sha = candidates[(len(candidates) - 1) // 2]
+        raw = WORK / f"{sha[:12]}-bisect.json"
+        started = time.monotonic()
+        if DRY:
+            doc = json.loads((ROOT / "docs" / "result-document.example.json").read_text())
+            doc["commit"]["sha"], doc["paired_base"] = sha, dict(doc)
+        else:
+            from runner.confirm import execute_confirmation
+            from runner.pipeline import RunRequest
+
+            request = RunRequest(source=str(REPO), rev=sha, branch="main",
+                                 repository=REPO_NAME, cache_dir=WORK / "cache")
+            doc = execute_confirmation(request, good, wanted)
+        raw.write_text(json.dumps(doc, indent=2) + "\n")
+        name = f"{len(runs) + 1:02d}-{sha[:12]}-bisect.json.gz"
+        (BUNDLE / name).write_bytes(gzip.compress(raw.read_bytes(), 9, mtime=0))
+        before, after = medians(doc.get("paired_base") or {"workloads": []}), medians(doc)
+        bad = any(k in before and after[k] > 1.01 * before[k] for k in after)
+        runs.append({"file": name, "kind": "bisect", "commit": sha,
+                     "note": f"bisection: {sha[:12]} against the last good {good[:12]}, "
+                             f"interleaved: {'bad' if bad else 'good'}"})
+        print(f"bisect {sha[:12]} against {good[:12]}: {'bad' if bad else 'good'} "
+              f"{time.monotonic() - started:.1f} s", flush=True)
+        i = candidates.index(sha)
+        if bad:
+            candidates = candidates[:i]
+        else:
+            good, candidates = sha, candidates[i + 1 :]
+
+
 def main() -> int:
     BUNDLE.mkdir(parents=True)
     log = open(os.environ.get("KW_RUNLOG", WORK / "runs.log"), "a")  # noqa: SIM115
-    runs, shas, docs, wanted = [], [], [], []
+    runs, shas, docs, wanted, pushed, made = [], [], [], [], [], []
     gpu = "unknown GPU"
     for i, (message, author, change, note) in enumerate(STEPS):
-        if i > REGRESSION_OPEN and time.monotonic() > DEADLINE - 45:
+        if i > PUSH_HEAD and time.monotonic() > DEADLINE - 45:
             print(f"deadline: stopping before commit {i + 1}", flush=True)
             break
         change()
         git("add", "-A", author=author)
         git("commit", "-q", "-m", message, author=author)
         sha = git("rev-parse", "HEAD")
+        made.append(sha)
+        if i in PUSHED:
+            pushed.append(sha)
+            print(f"commit {i + 1} {sha[:12]}: pushed, not measured on its own", flush=True)
+            continue
         started = time.monotonic()
         raw = WORK / f"{sha[:12]}.json"
         code = run(sha, raw, log)
@@ -333,13 +392,17 @@ def main() -> int:
         gpu = doc["environment"]["gpu"]["name"]
         name = f"{len(runs) + 1:02d}-{sha[:12]}.json.gz"
         (BUNDLE / name).write_bytes(gzip.compress(raw.read_bytes(), 9, mtime=0))
-        runs.append({"file": name, "kind": "run", "commit": sha, "note": note})
+        entry = {"file": name, "kind": "run", "commit": sha, "note": note}
+        push = [*pushed, sha] if pushed else []
+        if push:  # the push's commits, oldest first (a push job's payload.push_commits)
+            entry["push_commits"], pushed = push, []
+        runs.append(entry)
         shas.append(sha)
         docs.append(doc)
         print(f"commit {i + 1} {sha[:12]} exit {code} status {doc['status']} "
               f"{time.monotonic() - started:.1f} s: "
               f"{ {k[0]: round(v, 2) for k, v in medians(doc).items()} }", flush=True)
-        if i in (REGRESSION, REGRESSION_OPEN):
+        if i in (REGRESSION, PUSH_HEAD):
             started = time.monotonic()
             raw = WORK / f"{sha[:12]}-confirm.json"
             confirmed = confirm(shas[-2], sha, docs[-2], doc, raw)
@@ -351,8 +414,10 @@ def main() -> int:
                                  f"{shas[-2][:12]} (its parent, in paired_base) and head timed "
                                  f"interleaved, A B A B"})
             print(f"confirmation {time.monotonic() - started:.1f} s", flush=True)
+            if push:
+                bisect(shas[-2], push[:-1], confirmed, runs)
         manifest = {"recorded": {"gpu": gpu, "date": f"{datetime.now(UTC):%Y-%m-%d}",
-                                 "how": how(gpu, shas, wanted)},
+                                 "how": how(gpu, made, wanted)},
                     "runs": runs}
         (BUNDLE / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(subprocess.run(["git", "log", "--oneline", "--first-parent"], cwd=REPO,

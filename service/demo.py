@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards import DEMO_DIR
@@ -24,11 +24,11 @@ from service.analysis.backlog import process_pending
 from service.core.db import create_db_engine
 from service.core.migrate import upgrade
 from service.core.settings import Settings
-from service.models import Runner
+from service.models import Job, Repository, Runner
 from service.models.base import utcnow
 from service.schemas.document import RunDocument
 from service.store.ingest import ingest
-from service.store.jobs import claim
+from service.store.jobs import claim, enqueue
 from service.store.runner_results import store_runner_document
 
 DEMO_RUNNER = "demo-h100"
@@ -59,9 +59,11 @@ def load_demo(
         factory = sessionmaker(engine, expire_on_commit=False)
         for entry in manifest["runs"]:
             raw = _document(bundle, entry)
-            if entry["kind"] == "confirm":
-                _confirm(factory, raw)
+            if entry["kind"] in ("confirm", "bisect"):
+                _answer(factory, raw, entry["kind"], entry["commit"])
             else:
+                if entry.get("push_commits"):
+                    raw = {**raw, "job_id": _push_job(factory, entry)}
                 ingest(factory, RunDocument.model_validate(raw), raw)
             process_pending(factory)
             log(f"  {entry['commit'][:12]} {entry['kind']:8} {entry.get('note', '')[:90]}")
@@ -87,17 +89,46 @@ def _document(bundle: Path, entry: dict[str, Any]) -> dict[str, Any]:
         raise DemoError(f"demo document {entry.get('file')!r} does not load: {exc}") from exc
 
 
-def _confirm(factory: sessionmaker[Session], raw: dict[str, Any]) -> None:
-    """Post a recorded confirmation under the lease of the confirmation job the run queued."""
+def _push_job(factory: sessionmaker[Session], entry: dict[str, Any]) -> int:
+    """The finished run job of a push of several commits whose head `entry` is: a regression
+    found at the head is bisected over them (service.analysis.bisect reads the job's payload)."""
     with factory() as session, session.begin():
-        runner = session.scalars(select(Runner).where(Runner.name == DEMO_RUNNER)).one_or_none()
-        if runner is None:
-            runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
-            session.add(runner)
-            session.flush()
-        claimed = claim(session, runner, lease_seconds=600)
-        if claimed is None or claimed.job.kind != "confirm":
-            raise DemoError("the bundle's confirmation has no confirmation job to answer")
-        raw = {**raw, "job_id": claimed.job.id, "lease_token": claimed.attempt_token}
-        runner_id = runner.id
-    store_runner_document(factory, RunDocument.model_validate(raw), raw, runner_id)
+        (job,) = enqueue(session, repository_id=_repository(session).id, sha=entry["commit"],
+                         branch="main", label_sets=[{}], max_attempts=1,
+                         summary="the head of a push")  # fmt: skip
+        job.payload = {"push_commits": list(entry["push_commits"])}
+        job.state, job.finished_at = "succeeded", utcnow()
+        return job.id
+
+
+def _repository(session: Session) -> Repository:
+    repository = session.scalars(select(Repository).order_by(Repository.id)).first()
+    if repository is None:
+        raise DemoError("the bundle's push comes before any run of its repository")
+    return repository
+
+
+def _answer(factory: sessionmaker[Session], raw: dict[str, Any], kind: str, commit: str) -> None:
+    """Post a recorded confirmation or bisect document as the demo runner, under the lease of
+    each job of that kind and commit the service queued (a bisection queues one per alert)."""
+    with factory() as session:
+        waiting = session.scalar(
+            select(func.count()).where(
+                Job.kind == kind, Job.commit_sha == commit, Job.state == "queued"
+            )
+        )
+    if not waiting:
+        raise DemoError(f"the bundle's {kind} of {commit[:12]} finds no job to answer")
+    for _ in range(waiting):
+        with factory() as session, session.begin():
+            runner = session.scalars(select(Runner).where(Runner.name == DEMO_RUNNER)).one_or_none()
+            if runner is None:
+                runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
+                session.add(runner)
+                session.flush()
+            claimed = claim(session, runner, lease_seconds=600)
+            if claimed is None or claimed.job.kind != kind or claimed.job.commit_sha != commit:
+                raise DemoError(f"the bundle's {kind} of {commit[:12]} was not the next job")
+            answer = {**raw, "job_id": claimed.job.id, "lease_token": claimed.attempt_token}
+            runner_id = runner.id
+        store_runner_document(factory, RunDocument.model_validate(answer), answer, runner_id)

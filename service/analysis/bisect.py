@@ -114,20 +114,21 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
         bad = p <= CONFIRM_ALPHA and change > class_floor(b)
         state["tested"] = {**state["tested"], sha: {"change": change, "p_value": p, "bad": bad}}
         i = candidates.index(sha)
+        # Every tested commit gets its row: the alert names and links it, good or bad.
+        c = doc.commit
+        get_or_create(
+            session,
+            Commit,
+            {"repository_id": alert.repository_id, "sha": sha},
+            parents=c.parents,
+            ancestors=c.ancestors,
+            author_name=c.author_name,
+            author_email=c.author_email,
+            message=c.message,
+            committed_at=c.committed_at,
+        )
         if bad:
             state["bad"], state["candidates"] = sha, candidates[:i]
-            c = doc.commit
-            get_or_create(
-                session,
-                Commit,
-                {"repository_id": alert.repository_id, "sha": sha},
-                parents=c.parents,
-                ancestors=c.ancestors,
-                author_name=c.author_name,
-                author_email=c.author_email,
-                message=c.message,
-                committed_at=c.committed_at,
-            )
         else:
             state["good"], state["candidates"] = sha, candidates[i + 1 :]
         alert.bisect = state

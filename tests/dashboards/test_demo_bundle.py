@@ -88,7 +88,7 @@ def test_the_manifest_says_how_it_was_recorded() -> None:
         assert word in recorded["how"], word
     entries = manifest()["runs"]
     assert 8 <= len(entries) <= 20
-    assert {e["kind"] for e in entries} == {"run", "confirm"}
+    assert {e["kind"] for e in entries} == {"run", "confirm", "bisect"}
     assert all(e["note"] for e in entries)
     assert len({e["file"] for e in entries}) == len(entries)
 
@@ -106,7 +106,8 @@ def test_every_document_loads_and_validates() -> None:
         doc = load(entry["file"])
         parsed = RunDocument.model_validate(doc)
         assert parsed.commit.sha == entry["commit"], entry["file"]
-        assert (parsed.paired_base is not None) == (entry["kind"] == "confirm"), entry["file"]
+        paired = entry["kind"] in ("confirm", "bisect")
+        assert (parsed.paired_base is not None) == paired, entry["file"]
         failing = [w.name for w in parsed.workloads if w.status != "ok"]
         if entry["file"] == broken:  # dropout's scale dropped: it fails, the others pass
             assert parsed.status == "failed" and failing == ["dropout"], failing
@@ -136,20 +137,31 @@ def test_the_documents_are_comparable() -> None:
     assert all(w["ncu"]["status"] == "ok" for d in docs for w in d["workloads"] if w.get("timing"))
 
 
+def made() -> list[str]:
+    """Every commit of the demo repository in order: the measured ones, and before a push's
+    head the commits pushed with it (not measured on their own)."""
+    out: list[str] = []
+    for entry, _ in runs():
+        out += entry.get("push_commits", [entry["commit"]])
+    return out
+
+
 def test_the_commits_form_a_first_parent_chain() -> None:
-    chain = runs()
+    chain, every = runs(), made()
     shas = [e["commit"] for e, _ in chain]
     assert len(set(shas)) == len(shas), "one run per commit"
-    for i, (_, doc) in enumerate(chain):
+    assert len(set(every)) == len(every)
+    for entry, doc in chain:
         commit = doc["commit"]
-        expected_parents = [shas[i - 1]] if i else []
-        assert commit["parents"][:1] == expected_parents, commit["sha"]
-        assert commit["ancestors"] == shas[:i][::-1], commit["sha"]  # nearest first
+        before = every[: every.index(entry["commit"])]
+        assert commit["parents"][:1] == before[-1:], commit["sha"]
+        assert commit["ancestors"] == before[::-1], commit["sha"]  # nearest first
     times = [doc["commit"]["committed_at"] for _, doc in chain]
     assert times == sorted(times)
-    # the manifest lists the files in commit order, each confirmation after its commit's run
-    order = [e["commit"] for e in manifest()["runs"]]
-    assert [shas.index(sha) for sha in order] == sorted(shas.index(sha) for sha in order)
+    # the manifest lists the files in commit order, each confirmation and bisection after the
+    # run it follows
+    positions = [every.index(e["commit"]) for e in manifest()["runs"] if e["kind"] == "run"]
+    assert positions == sorted(positions)
 
 
 def test_one_workload_gets_slower_and_is_fixed_later() -> None:
@@ -158,13 +170,12 @@ def test_one_workload_gets_slower_and_is_fixed_later() -> None:
     entries = [e for e, _ in runs()]
     assert "REGRESSION" in entries[regressed]["note"] and "FIX" in entries[fixed]["note"]
     confirmed = {e["commit"] for e in manifest()["runs"] if e["kind"] == "confirm"}
-    assert confirmed == {entries[regressed]["commit"],
-                         entries[entry_with("SECOND REGRESSION")]["commit"]}  # fmt: skip
+    assert confirmed == {entries[regressed]["commit"], entries[entry_with("PUSH'S HEAD")]["commit"]}
 
 
 def test_the_second_regression_stays_until_the_end() -> None:
     docs = [doc for _, doc in runs()]
-    at = entry_with("SECOND REGRESSION")
+    at = entry_with("PUSH'S HEAD")
     gemm = [k for k in medians(docs[0]) if k[0] == "gemm_fwd"]
     assert gemm
     for key in gemm:
@@ -180,7 +191,9 @@ def test_each_confirmation_times_base_and_head_interleaved() -> None:
     for _, head in confirmations:
         base = head["paired_base"]
         at = chain.index(head["commit"]["sha"])
-        assert base["commit"]["sha"] == chain[at - 1] == head["commit"]["parents"][0]
+        # the last measured commit before it: its parent, or for a push's head the commit
+        # before the push
+        assert base["commit"]["sha"] == chain[at - 1]
         slower = [k for k in medians(head) if medians(head)[k]["median"]
                   > SLOWER * medians(base)[k]["median"]]  # fmt: skip
         assert slower, head["commit"]["sha"]
@@ -229,7 +242,7 @@ def test_the_service_calls_the_regression_a_regression(server) -> None:
         assert back["verdict"] == "improved", back
         # The second regression stays to the end: a regression, and a change point where it
         # began, for the GEMM and for the training step that runs it.
-        at = entry_with("SECOND REGRESSION")
+        at = entry_with("PUSH'S HEAD")
         for workload in ("gemm_fwd", "train_step"):
             (series,) = [k for k in medians(chain[0][1]) if k[0] == workload]
             second = metric(at, series)
@@ -237,3 +250,23 @@ def test_the_service_calls_the_regression_a_regression(server) -> None:
             assert second["baseline"]["commit"] == chain[at - 1][0]["commit"]
             assert second["change_point"]["commit"] == chain[at][0]["commit"], second
             assert second["change_point"]["change"] > 0.01
+
+
+def test_the_push_is_bisected_to_the_commit_that_regressed() -> None:
+    """The push's head regressed; the bisection tested the pushed commits as the service asks
+    (the middle one against the last good commit, interleaved) and the second was bad."""
+    (head,) = [e for e, _ in runs() if e.get("push_commits")]
+    pushed = head["push_commits"]
+    assert len(pushed) == 3 and pushed[-1] == head["commit"]
+    bisections = runs("bisect")
+    assert [e["commit"] for e, _ in bisections] == pushed[:2]
+    before = made()[made().index(pushed[0]) - 1]  # the last measured commit before the push
+    (first, good), (second, bad) = bisections
+    assert good["paired_base"]["commit"]["sha"] == before
+    assert bad["paired_base"]["commit"]["sha"] == pushed[0]
+    for _, doc in bisections:
+        assert {w["name"] for w in doc["workloads"]} == {"gemm_fwd", "train_step"}
+    gemm = next(k for k in medians(bad) if k[0] == "gemm_fwd")
+    assert medians(bad)[gemm]["median"] > SLOWER * medians(bad["paired_base"])[gemm]["median"]
+    assert medians(good)[gemm]["median"] < 1.01 * medians(good["paired_base"])[gemm]["median"]
+    assert "bad" in second["note"] and "good" in first["note"]

@@ -22,7 +22,7 @@ from tests.e2e import demo_process
 MANIFEST = json.loads((DEMO_DIR / "manifest.json").read_text())
 REGRESSION, FIX, OPEN, BROKEN = (
     next(e["commit"] for e in MANIFEST["runs"] if e["note"].startswith(word))
-    for word in ("THE REGRESSION", "THE FIX", "THE SECOND REGRESSION", "A CORRECTNESS FAILURE")
+    for word in ("THE REGRESSION", "THE FIX", "THE PUSH'S HEAD", "A CORRECTNESS FAILURE")
 )
 
 
@@ -40,6 +40,11 @@ def test_the_history_loads_with_its_regression_confirmed_and_fixed(tmp_path: Pat
         # The second regression, left open: the GEMM and the training step that runs it, both
         # confirmed, both named for the split-K epilogue's uncoalesced loads.
         assert [(a.state, sha[a.commit_id]) for a in still_open] == [("open", OPEN)] * 2
+        # found at the head of a push of three commits, bisected to the one that did it
+        # the bisection's last test: the bad one
+        culprit = [e for e in MANIFEST["runs"] if e["kind"] == "bisect"][-1]["commit"]
+        assert all(a.bisect["state"] == "done" for a in still_open)
+        assert all(sha[a.first_bad_commit_id] == culprit != OPEN for a in still_open)
         assert all("gemm_splitk_epilogue" in a.summary and "uncoalesced" in a.summary
                    for a in still_open)  # fmt: skip
         assert sha[alert.commit_id] == REGRESSION
