@@ -86,7 +86,8 @@ async def post_run(
     if outcome.stored:
         await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if outcome.stored and outcome.pk is not None:
-        await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
+        if doc.pull_request is not None:  # a branch's own run sets nothing else going
+            await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
         if settings.analyse_in_request:
             analysed = await run_in_threadpool(analyse_run, factory, outcome.pk)
             # None: the background worker claimed the run first, and it reports it itself.
