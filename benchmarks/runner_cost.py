@@ -16,7 +16,8 @@ the same commit. Prints, per run,
 the seconds
 of every stage (from the `Progress` hooks the pipeline calls) against the 60 s budget, and per
 workload the median of each run, their difference and PASS/FAIL against 1% for workloads of
-50 us and more. `--out` keeps each run's result document (run-1.json, ...). Exits 1 on a FAIL.
+50 us and more. `--out` keeps each run's result document (run-1.json, ...) and its stage clock
+(clock-1.json: seconds per stage and per workload, the log). Exits 1 on a FAIL.
 Needs only the runner's dependencies (NumPy, CuPy, the CUDA tools; cupti-python optional).
 """
 
@@ -278,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.out:
                 args.out.mkdir(parents=True, exist_ok=True)
                 (args.out / f"run-{run + 1}.json").write_text(json.dumps(doc, indent=1))
+                clock_out = {"stages": clock.seconds(), "workloads": clock.workloads,
+                             "log": clock.lines}  # fmt: skip
+                (args.out / f"clock-{run + 1}.json").write_text(json.dumps(clock_out, indent=1))
     print("\n".join(stage_table(clocks, totals)))
     if args.slowest and clocks:
         print("\n".join(slowest_table(clocks[0], args.slowest)))

@@ -1,8 +1,17 @@
 """Run suite workloads in child processes: a hang is killed at its timeout, a crash is reported,
-and the remaining workloads go on in a fresh process."""
+and the remaining workloads go on in a fresh process.
+
+A worker process spends ~1.2 s on the H100 before its first workload (Python, NumPy, CuPy, the
+CUDA context, the timers' buffers and kernel: an empty timing phase, .dev1.sh of 2026-11-26),
+and a commit runs nine of them one after the other (three for correctness, six for timing).
+`WarmWorkers` starts them ahead, while the build runs: each does all of that and waits for its
+workload ids on stdin; `run_phase` hands a phase's ids to a waiting one where it has one. A
+waiting worker has imported none of the suite's code (the build may still be writing what that
+imports) and launches nothing: an idle context takes no GPU time from the one at work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -51,6 +60,80 @@ def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any
     }
 
 
+class WarmWorkers:
+    """Worker processes started ahead of their phases, each for one (mode, seed): imports done
+    and (on a GPU) the CUDA context and, for timing, the timers up, waiting for their ids.
+    `take` gives one that is still alive; `close` ends those never taken."""
+
+    def __init__(
+        self, suite: Suite, wanted: list[tuple[str, int]], env: dict[str, str] | None = None
+    ) -> None:
+        self.lock = threading.Lock()
+        self.waiting: dict[tuple[str, int], list[tuple[subprocess.Popen, str]]] = {}
+        for mode, seed in wanted:
+            config = {**_config(suite, mode, [], seed), "wait": True}
+            proc, path = _spawn(suite, config, env, stdin=subprocess.PIPE)
+            self.waiting.setdefault((mode, seed), []).append((proc, path))
+
+    def __enter__(self) -> WarmWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def take(self, mode: str, seed: int) -> tuple[subprocess.Popen, str] | None:
+        with self.lock:
+            queue = self.waiting.get((mode, seed), [])
+            while queue:
+                proc, path = queue.pop(0)
+                if proc.poll() is None:
+                    return proc, path
+                _reap(proc, path)  # died while waiting: a fresh worker does its work
+        return None
+
+    def close(self) -> None:
+        with self.lock:
+            for proc, path in (w for queue in self.waiting.values() for w in queue):
+                assert proc.stdin is not None
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()  # nothing to do: it exits
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                _reap(proc, path)
+            self.waiting.clear()
+
+
+def _spawn(
+    suite: Suite, config: dict[str, Any], env: dict[str, str] | None, stdin: Any = None
+) -> tuple[subprocess.Popen, str]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    child_env = {**os.environ, **(env or {})}
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(suite.root), child_env.get("PYTHONPATH", "")) if p
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.worker", f.name],
+        cwd=suite.root,
+        env=child_env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    return proc, f.name
+
+
+def _reap(proc: subprocess.Popen, path: str) -> None:
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
 def run_phase(
     suite: Suite,
     mode: str,
@@ -61,6 +144,7 @@ def run_phase(
     on_done: Callable[[str, Outcome], None] | None = None,
     processes: int = 1,
     weights: dict[str, float] | None = None,
+    warm: WarmWorkers | None = None,
 ) -> Phase:
     """Run `mode` over `ids`, restarting the worker after each crash or timeout.
 
@@ -68,15 +152,18 @@ def run_phase(
     shared among that many concurrent workers, balanced by `weights` (e.g. bytes moved: the
     inputs to draw); a workload whose worker crashed or raised is run again afterwards, with no
     other worker running, so that the workers' contention (GPU memory, a compute mode that
-    admits one process) never decides its outcome."""
+    admits one process) never decides its outcome. The first worker of each is one of `warm`'s
+    where it has one for this mode and seed; a worker started after a crash is a fresh one."""
     if processes > 1 and mode not in ("list", "time") and len(ids) > 1:
-        return _run_parallel(suite, mode, ids, env, seed, on_done, processes, weights or {})
+        return _run_parallel(suite, mode, ids, env, seed, on_done, processes, weights or {}, warm)
     phase = Phase(mode)
     remaining = list(ids)
+    started = warm.take(mode, seed) if warm and ids else None
     while True:
         run_ids = remaining if mode != "list" else []
         done_before = len(phase.outcomes)
-        tail = _one_worker(suite, mode, run_ids, env, seed, phase, on_done)
+        tail = _one_worker(suite, mode, run_ids, env, seed, phase, on_done, started)
+        started = None
         phase.stderr_tail = tail
         if mode == "list":
             if phase.suite_error:
@@ -117,6 +204,7 @@ def _run_parallel(
     on_done: Callable[[str, Outcome], None] | None,
     processes: int,
     weights: dict[str, float],
+    warm: WarmWorkers | None,
 ) -> Phase:
     lock = threading.Lock()
     again_statuses = ("crashed", "error")
@@ -130,7 +218,9 @@ def _run_parallel(
     with ThreadPoolExecutor(max_workers=len(groups)) as pool:
         phases = list(
             pool.map(
-                lambda group: run_phase(suite, mode, group, env=env, seed=seed, on_done=done),
+                lambda group: run_phase(
+                    suite, mode, group, env=env, seed=seed, on_done=done, warm=warm
+                ),
                 groups,
             )
         )
@@ -154,20 +244,18 @@ def _one_worker(
     seed: int,
     phase: Phase,
     on_done: Callable[[str, Outcome], None] | None,
+    started_worker: tuple[subprocess.Popen, str] | None = None,
 ) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(_config(suite, mode, ids, seed), f)
-    child_env = {**os.environ, **(env or {})}
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(suite.root), child_env.get("PYTHONPATH", "")) if p
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runner.worker", f.name],
-        cwd=suite.root,
-        env=child_env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    if started_worker is not None:  # waiting for its ids (WarmWorkers)
+        proc, path = started_worker
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write((json.dumps({"ids": ids}) + "\n").encode())
+            proc.stdin.close()
+        except OSError:  # it died just now: what it wrote says why, as for any crash
+            pass
+    else:
+        proc, path = _spawn(suite, _config(suite, mode, ids, seed), env)
     assert proc.stdout is not None and proc.stderr is not None
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
@@ -208,10 +296,7 @@ def _one_worker(
                     current, started = _handle(json.loads(line), phase, current, started, on_done)
     finally:
         selector.close()
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-        os.unlink(f.name)
+        _reap(proc, path)
     if current is not None and current not in phase.outcomes:
         code = proc.returncode
         how = f"signal {-code}" if code < 0 else f"exit code {code}"

@@ -24,6 +24,9 @@ kernels; one 512 MiB buffer written and given back did the same), though each of
 placements sat on fresh memory behind a filler of a random size; timed first, 0.4-0.6%, and no
 offset shared by two passes, also when the longer workloads came between them
 (benchmarks/short_processes.py on the H100, 2026-11-26).
+
+The correctness workers and the timing processes are started while the build runs
+(runner.measure.WarmWorkers, `warm_plan`): each waits, warmed up, for its phase.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from runner.agent import JobInterrupted
 from runner.build import run_build
 from runner.checkout import CheckoutError, Checkouts, _git
 from runner.host import DEFAULT_CACHE, require_gpu
-from runner.measure import Outcome, run_phase
+from runner.measure import Outcome, WarmWorkers, run_phase
 from runner.suite import Suite, load_suite
 
 CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
@@ -53,6 +56,7 @@ CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
 SHORT_PROCESSES_ENV = "KERNELWATCH_SHORT_PROCESSES"  # ... or in this many processes in all
 SHORT_NOTE = "extra process for short launches ({total} in all)"
+WARM_ENV = "KERNELWATCH_WARM_WORKERS"  # 0: every worker starts when its phase does
 # CUPTI-timed launches keep a per-process offset too: on the H100 a ~3.9 us streaming kernel
 # sat at 3.84 us in most processes and at 4.13-4.16 us in one of three now and then, which moved
 # a run's median by 2.5% (benchmarks/history_gpu.py, 2026-11-25).
@@ -178,7 +182,14 @@ def _measure(
     env = {"KERNELWATCH_BUILD_DIR": str(build_dir),
            "KERNELWATCH_BUILD_CACHE": str(request.cache_dir / "builds")}  # fmt: skip
     progress.stage("build")
+    with WarmWorkers(suite, warm_plan(suite), env) as warm:  # they start while the build runs
+        return _build_and_measure(suite, build_dir, request, progress, log, check_stop,
+                                  commit, env, warm)  # fmt: skip
 
+
+def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progress: Progress,
+                       log: Callable[[str], None], check_stop: Callable[[], None], commit: str,
+                       env: dict[str, str], warm: WarmWorkers):  # fmt: skip
     def describe() -> tuple[Any, dict[str, Any]]:  # needs no build: runs beside it
         listing = run_phase(suite, "list", [], env=env)
         return listing, environment.collect(suite.device, listing.device)
@@ -206,6 +217,7 @@ def _measure(
         on_done=lambda wid, o: progress.advance(wid, o),
         processes=workers,
         weights={w["id"]: float(w.get("bytes") or 0.0) for w in infos},
+        warm=warm,
     )
     for wid, outcome in checked.outcomes.items():
         records[wid].check = outcome
@@ -222,6 +234,7 @@ def _measure(
             env=env,
             seed=process,
             on_done=lambda wid, o: progress.advance(wid, o),
+            warm=warm,
         )
         for wid in passing:
             records[wid].timings.append(timed.outcomes[wid])
@@ -243,6 +256,7 @@ def _measure(
             env=env,
             seed=process,
             on_done=lambda wid, o: progress.advance(wid, o),
+            warm=warm,
         )
         for wid in short:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
@@ -299,6 +313,21 @@ def check_processes(suite: Suite) -> int:
 
     mode = gpuinfo.compute_mode()
     return CHECK_PROCESSES if mode in (None, gpuinfo.NVML_COMPUTEMODE_DEFAULT) else 1
+
+
+def warm_plan(suite: Suite) -> list[tuple[str, int]]:
+    """The workers a run starts ahead (runner.measure.WarmWorkers), as (mode, seed): its
+    correctness workers and its timing processes (the short launches' too, on a GPU); none
+    with $KERNELWATCH_WARM_WORKERS=0 or on a GPU that admits one process at a time."""
+    if os.environ.get(WARM_ENV, "1").strip().lower() in ("0", "no", "false", "off"):
+        return []
+    if suite.device == "cuda":
+        from runner import gpuinfo
+
+        if gpuinfo.compute_mode() not in (None, gpuinfo.NVML_COMPUTEMODE_DEFAULT):
+            return []
+    timing = short_processes(suite) if suite.device == "cuda" else suite.timing.processes
+    return [("check", 0)] * check_processes(suite) + [("time", p) for p in range(timing)]
 
 
 def short_processes(suite: Suite) -> int:

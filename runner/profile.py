@@ -11,7 +11,8 @@ ncu. ncu missing or refused (ERR_NVGPUCTRPERM, ...) makes every workload's secti
 "unavailable"; a workload that fails under ncu gets "failed"; the run goes on either way.
 Measured on the H100 (default suite, 38 workloads): the pass takes 50-55 s, ~0.8 s of ncu
 per profiled launch; so only the workloads whose code changed since an earlier commit on this
-host are profiled, the others keep that commit's section (runner.profile_reuse).
+host are profiled, the others keep that commit's section, and where only some kernels of a
+workload changed, the pass profiles only their launches (runner.profile_reuse).
 Environment: $KERNELWATCH_NCU (the binary), $KERNELWATCH_NCU_SECTIONS (comma-separated),
 $KERNELWATCH_NCU_KEEP (a folder that keeps the export and ncu's output),
 $KERNELWATCH_NCU_REUSE (0: profile every workload).
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import ncu, profile_reuse, timeline
-from runner.profile_reuse import ProfileReuse
+from runner.profile_reuse import Found, ProfileReuse, merge
 from runner.tools import find_tool
 
 NVTX_MARK = "kernelwatch#"
@@ -76,21 +77,66 @@ def capture(
         check_stop()
     progress.stage("ncu", len(records))
     started = time.monotonic()
-    reused = {r.info["id"]: s for r in records if reuse and (s := reuse.lookup(r.info))}
-    ids = [r.info["id"] for r in records if r.info["id"] not in reused]
-    sections = profile_workloads(suite, ids, env, log, check_stop) if ids else {}
+    found = {r.info["id"]: f for r in records if reuse and (f := reuse.lookup(r.info))}
+    whole = {wid: f.section for wid, f in found.items() if not f.stale}
+    partial = {wid: f for wid, f in found.items() if f.stale}
+    ids = [r.info["id"] for r in records if r.info["id"] not in whole]
+    sections = _profile(suite, ids, partial, env, log, check_stop)
     for record in records:
         wid = record.info["id"]
-        record.ncu = reused.get(wid) or sections[wid]
+        record.ncu = whole.get(wid) or sections[wid]
         if reuse and wid in sections:
             reuse.store(record.info, sections[wid])
         progress.advance(wid)
     counts = {s: sum(x["status"] == s for x in sections.values()) for s in ("ok", "failed")}
-    log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads profiled, "
-        f"{len(reused)} reused (unchanged since an earlier commit) in "
+    only = f" ({len(partial)} of them only their changed kernels)" if partial else ""
+    log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads profiled"
+        f"{only}, {len(whole)} reused (unchanged since an earlier commit) in "
         f"{time.monotonic() - started:.1f} s")  # fmt: skip
     if reuse:
         reuse.prune()
+
+
+def _profile(
+    suite: Any,
+    ids: list[str],
+    partial: dict[str, Found],
+    env: dict[str, str],
+    log: Callable[[str], None],
+    check_stop: Callable[[], None],
+) -> dict[str, dict[str, Any]]:
+    """The sections of `ids`. Where every one of them is a partial match (`partial`), one pass
+    profiles only the changed kernels' launches and merges them into the earlier sections; a
+    workload whose changed kernels that pass missed (a name ncu's filter did not match) is
+    profiled whole in a second pass. Otherwise one pass profiles every launch of every one."""
+    if not ids:
+        return {}
+    stale = sorted({k for wid in ids if wid in partial for k in partial[wid].stale})
+    pattern = kernel_filter(stale) if all(wid in partial for wid in ids) else None
+    sections = profile_workloads(suite, ids, env, log, check_stop, kernel_regex=pattern)
+    if pattern is None:
+        return sections
+    missed = []
+    for wid in ids:
+        merged = merge(partial[wid], sections[wid])
+        if merged is not None:
+            sections[wid] = merged
+        elif sections[wid]["status"] != "unavailable":
+            missed.append(wid)
+    if missed:
+        log(f"ncu: the changed kernels of {len(missed)} workloads were not profiled by the "
+            "filtered pass; profiling them whole")  # fmt: skip
+        sections.update(profile_workloads(suite, missed, env, log, check_stop))
+    return sections
+
+
+def kernel_filter(kernels: list[str]) -> str | None:
+    """ncu's --kernel-name regex (matched against the function name) for the launches of
+    `kernels` (names as the export prints them), or None where one has no plain identifier."""
+    names = sorted({profile_reuse.search_name(k) for k in kernels})
+    if not names or not all(re.fullmatch(r"[A-Za-z_]\w*", n) for n in names):
+        return None
+    return f"(^|::)({'|'.join(names)})(<|$)"
 
 
 def reuse_for(
@@ -113,12 +159,19 @@ def find_ncu() -> str | None:
 
 
 def profile_command(
-    exe: str, config: Path, report: Path, workloads: int, sections: tuple[str, ...] = SECTIONS
+    exe: str,
+    config: Path,
+    report: Path,
+    workloads: int,
+    sections: tuple[str, ...] = SECTIONS,
+    kernel_regex: str | None = None,
 ) -> list[str]:
-    """The one bounded pass: runner.ncu's command with NVTX recording, over a profile worker."""
+    """The one bounded pass: runner.ncu's command with NVTX recording, over a profile worker
+    (with `kernel_regex`, only the launches of the kernels it matches are profiled)."""
     program = [sys.executable, "-m", "runner.worker", str(config)]
     budget = LAUNCHES_PER_WORKLOAD * max(workloads, 1)
-    cmd = ncu.ncu_command(program, report=report, launch_count=budget, ncu=exe, sections=sections)
+    cmd = ncu.ncu_command(program, report=report, launch_count=budget, ncu=exe,
+                         sections=sections, kernel_regex=kernel_regex)  # fmt: skip
     return [cmd[0], "--nvtx", *cmd[1:]]
 
 
@@ -215,8 +268,10 @@ def profile_workloads(
     env: dict[str, str],
     log: Callable[[str], None],
     check_stop: Callable[[], None] = lambda: None,
+    kernel_regex: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """The ncu section of every workload in `ids`, from one bounded ncu pass."""
+    """The ncu section of every workload in `ids`, from one bounded ncu pass (of the launches
+    of the kernels `kernel_regex` matches, where given)."""
     exe = find_ncu()
     if exe is None:
         why = "ncu (Nsight Compute CLI) not found (PATH, $KERNELWATCH_NCU, /usr/local/cuda/bin)"
@@ -225,7 +280,7 @@ def profile_workloads(
     with tempfile.TemporaryDirectory(prefix="kw-ncu-") as tmp:
         config, report = Path(tmp) / "worker.json", Path(tmp) / "profile"
         config.write_text(json.dumps(worker_config(suite, ids)))
-        cmd = profile_command(exe, config, report, len(ids))
+        cmd = profile_command(exe, config, report, len(ids), kernel_regex=kernel_regex)
         code, output = _supervised(cmd, suite.root, timeline.child_env(suite, env), limit,
                                    check_stop, Path(tmp))  # fmt: skip
         status, reason = ncu.classify_failure(code, output)

@@ -23,8 +23,22 @@ depends on, and reused while none of it changed:
 
 A name found nowhere is a library's kernel (cuBLAS, CuPy's generated ones): the host's versions
 and the Python code cover it. A reused section says so in its `reason` (the commit it was
-profiled at). Sections are kept under <cache>/ncu-profiles, the least recently used removed past
-MAX_ENTRIES. $KERNELWATCH_NCU_REUSE=0 profiles every workload.
+profiled at).
+
+Each kernel's share of those dependencies is kept too, so a workload whose kernels' code changed
+(only that: the Python code, the host and the build's data are the same, so it launches the same
+kernels) gets `Found.stale` naming them: runner.profile profiles only those kernels' launches (an
+ncu kernel filter) and `merge` puts them beside the unchanged kernels' entries of the earlier
+section (a training step whose forward GEMM changed keeps its other kernels' entries). On
+the H100 a commit that changed `gemm_bias_act_fwd` profiled 10 launches instead of 19 that way
+(11.3 s instead of 17.7-19.1 s for the ncu pass; .dev2.sh of 2026-11-26). What it assumes: an
+unchanged kernel's counters do not depend on what a changed kernel before it wrote (its inputs'
+values); a kernel whose work depends on such values (data-dependent branches, sparsity) shows a
+change in timing that its reused counters would not explain, and the section says which kernels
+were reused and from which commit.
+
+Sections are kept under <cache>/ncu-profiles, the least recently used removed past MAX_ENTRIES.
+$KERNELWATCH_NCU_REUSE=0 profiles every workload.
 """
 
 from __future__ import annotations
@@ -36,11 +50,13 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from runner import cubin
+from runner.ncu import MAX_REASON
 
 NATIVE_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp"})
 BUILD_REPORT = "build.json"
@@ -126,11 +142,12 @@ def search_name(kernel: str) -> str:
 
 
 def dependencies(
-    kernels: Iterable[str], outputs: BuildOutputs, native: Mapping[str, bytes]
+    kernels: Iterable[str], outputs: BuildOutputs, native: Mapping[str, bytes], data: bool = True
 ) -> dict[str, str]:
     """What the launches of `kernels` depend on beyond the host and the non-native files:
-    'build/<file>' and 'source/<path>' -> content hash (the module docstring says which)."""
-    deps = {f"build/{rel}": h for rel, h in outputs.data.items()}
+    'build/<file>' and 'source/<path>' -> content hash (the module docstring says which);
+    without `data`, the build's data outputs (which every kernel depends on) are left out."""
+    deps = {f"build/{rel}": h for rel, h in outputs.data.items()} if data else {}
     unresolved = []
     for name in sorted(set(kernels)):
         found = outputs.holding(name)
@@ -143,6 +160,31 @@ def dependencies(
         if any(needle in text for needle in needles for text in native.values()):
             deps.update({f"source/{p}": hashlib.sha256(t).hexdigest() for p, t in native.items()})
     return deps
+
+
+@dataclass(frozen=True)
+class Found:
+    """A stored section of a workload: reusable whole (`stale` empty), or for every kernel but
+    those in `stale` (its kernels whose code changed since `commit`: some or all)."""
+
+    section: dict[str, Any]
+    stale: tuple[str, ...]
+    commit: str
+
+
+def merge(found: Found, fresh: Mapping[str, Any]) -> dict[str, Any] | None:
+    """`found`'s section with the stale kernels' entries from `fresh` (a pass that profiled
+    only those), in the earlier order; None unless `fresh` holds every stale kernel."""
+    profiled = {k["kernel"]: k for k in fresh.get("kernels", [])}
+    if fresh.get("status") != "ok" or any(k not in profiled for k in found.stale):
+        return None
+    kernels = [profiled[k["kernel"]] if k["kernel"] in found.stale else k
+               for k in found.section["kernels"]]  # fmt: skip
+    kept = len(kernels) - len(found.stale)
+    reason = (f"profiled at this commit: {', '.join(found.stale)} (code changed); "
+              f"{kept} other kernel{'s' * (kept != 1)} reused from commit {found.commit[:12]} "
+              "(code unchanged)") if kept else ""  # fmt: skip
+    return {**found.section, "status": "ok", "reason": reason[:MAX_REASON], "kernels": kernels}
 
 
 class ProfileReuse:
@@ -172,27 +214,39 @@ class ProfileReuse:
     def _folder(self, info: Mapping[str, Any]) -> Path:
         return self.root / _digest({"context": self.context, "workload": info})[:40]
 
-    def lookup(self, info: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The stored section of this workload whose kernels' code is unchanged, or None."""
+    def lookup(self, info: Mapping[str, Any]) -> Found | None:
+        """The stored section of this workload: whole where its kernels' code is unchanged,
+        else the most recent one with the same build data, naming the kernels whose code
+        changed (`Found.stale`, all of them at worst); None where none has this context."""
+        entries = []
         folder = self._folder(info)
-        if not folder.is_dir():
-            return None
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-        for path in entries:
+        paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
+            if folder.is_dir() else []  # fmt: skip
+        for path in paths:
             try:
                 entry = json.loads(path.read_text())
-                kernels = entry["kernels"]
-                stored = entry["dependencies"]
-                section = entry["section"]
+                kernels, stored = list(entry["kernels"]), dict(entry["dependencies"])
+                section = dict(entry["section"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a torn or foreign file: never trusted
-            if dependencies(kernels, self.outputs, self.native) != stored:
-                continue
-            os.utime(path)  # recently used: kept longest
-            when = entry.get("captured_at", "")
-            note = f"reused: profiled at commit {entry.get('commit', '?')[:12]} ({when}); " \
-                   "its kernels, build outputs, code and host are unchanged"  # fmt: skip
-            return {**section, "reason": note}
+            if dependencies(kernels, self.outputs, self.native) == stored:
+                os.utime(path)  # recently used: kept longest
+                commit, when = str(entry.get("commit", "?")), entry.get("captured_at", "")
+                note = f"reused: profiled at commit {commit[:12]} ({when}); its kernels, " \
+                       "build outputs, code and host are unchanged"  # fmt: skip
+                return Found({**section, "reason": note}, (), commit)
+            entries.append((path, entry, kernels, section))
+        data = dependencies([], self.outputs, {})
+        for path, entry, kernels, section in entries:
+            per_kernel = entry.get("kernel_dependencies")
+            if not isinstance(per_kernel, dict) or set(per_kernel) != set(kernels):
+                continue  # kept before kernels' own dependencies were: whole or nothing
+            if entry.get("data_dependencies") != data:
+                continue  # data the Python side may read too: which kernels run may differ
+            now = {k: dependencies([k], self.outputs, self.native, data=False) for k in kernels}
+            os.utime(path)
+            stale = tuple(k for k in kernels if now[k] != per_kernel[k])
+            return Found(section, stale, str(entry.get("commit", "")))
         return None
 
     def store(self, info: Mapping[str, Any], section: Mapping[str, Any]) -> None:
@@ -204,6 +258,10 @@ class ProfileReuse:
         entry = {
             "kernels": kernels,
             "dependencies": deps,
+            "data_dependencies": dependencies([], self.outputs, {}),
+            "kernel_dependencies": {
+                k: dependencies([k], self.outputs, self.native, data=False) for k in kernels
+            },
             "section": {**section, "reason": ""},
             "commit": self.commit,
             "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -7,7 +7,9 @@ A workload that leaves the CUDA context dead (a sticky error: an illegal address
 an `error` line with status `crashed` and ends the process: it cannot fail the next workloads.
 Modes: `list`, `check` (correctness), `time` (cold samples to the stop rule), `timeline` (a few
 training steps with kernel activity traced, runner.timeline) and `profile` (each workload
-launched once inside an NVTX range, for one ncu pass over all of them, runner.profile).
+launched once inside an NVTX range, for one ncu pass over all of them, runner.profile). A
+config with `"wait": true` starts the worker ahead of its phase (runner.measure.WarmWorkers): it
+warms up (`warm_up`), then reads `{"ids": [...]}` from stdin (an empty stdin: it exits).
 """
 
 from __future__ import annotations
@@ -238,9 +240,31 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
+def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[str, Any]] | None:
+    """What a worker started ahead of its phase does before its ids come (runner.measure.
+    WarmWorkers): CuPy and the CUDA context on a GPU, and a timing worker's whole handler
+    (timers, flush buffers, the clock watch). Nothing of the suite's own code: the build may
+    still be writing what it imports."""
+    if config["device"] == "cuda":
+        import cupy
+
+        cupy.cuda.runtime.free(0)  # creates the context
+    if config["mode"] == "time":
+        return handlers(config, ranges, {})
+    return None
+
+
 def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     protocol = Protocol()
+    ranges, handle = None, None
+    if config.get("wait"):
+        ranges = _nvtx(config["device"])
+        handle = warm_up(config, ranges)
+        line = sys.stdin.readline()
+        if not line.strip():
+            return 0  # not needed after all
+        config = {**config, "ids": list(json.loads(line)["ids"])}
     sys.path.insert(0, config["root"])
     try:
         workloads = suite_workloads(config["workloads"])
@@ -253,8 +277,10 @@ def main(config_path: str) -> int:
             event="list", workloads=[describe(w) for w in workloads.values()], device=device
         )
         return 0
-    ranges = _nvtx(config["device"])
-    handle = handlers(config, ranges, workloads)
+    if ranges is None:
+        ranges = _nvtx(config["device"])
+    if handle is None:
+        handle = handlers(config, ranges, workloads)
     for index, wid in enumerate(config["ids"]):
         protocol.send(event="start", id=wid)
         try:

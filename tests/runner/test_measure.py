@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import time
+from pathlib import Path
 
 import pytest
 
-from runner.measure import run_phase
+from runner.measure import WarmWorkers, run_phase
 from runner.suite import load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
@@ -94,3 +97,72 @@ def test_balance_spreads_the_weight_and_keeps_the_order() -> None:
     assert all(g == sorted(g) for g in groups)
     assert balance(["x"], 3, {}) == [["x"]]
     assert balance([], 3, {}) == []
+
+
+@pytest.fixture
+def marking_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The CPU suite, its workloads module noting the pid of each process that imports it."""
+    root = tmp_path / "suite"
+    shutil.copytree(CPU_SUITE, root)
+    module = root / "cpu_kernels.py"
+    note = 'open(os.environ["KW_IMPORTED"], "a").write(f"{os.getpid()}\\n")\n'
+    module.write_text(
+        module.read_text().replace("import numpy as np\n", "import numpy as np\n" + note, 1)
+    )
+    monkeypatch.setenv("KW_IMPORTED", str(tmp_path / "imported"))
+    loaded = load_suite(root)
+    return dataclasses.replace(loaded, timing=dataclasses.replace(loaded.timing, max_seconds=0.3))
+
+
+def imported(suite) -> list[int]:
+    path = suite.root.parent / "imported"
+    return [int(x) for x in path.read_text().split()] if path.exists() else []
+
+
+def test_a_warm_worker_waits_without_the_suites_code_and_then_runs_the_phase(
+    marking_suite,
+) -> None:
+    warm = WarmWorkers(marking_suite, [("time", 1), ("check", 0)])
+    try:
+        ((timer, _),) = warm.waiting[("time", 1)]
+        time.sleep(1.5)  # time to warm up: it still waits, the suite not imported
+        assert timer.poll() is None and imported(marking_suite) == []
+        assert warm.take("time", 0) is None  # none for another seed
+        phase = run_phase(marking_suite, "time", ["fma[n=256]"], seed=1, warm=warm)
+        assert phase.outcomes["fma[n=256]"].status == "ok"
+        assert imported(marking_suite) == [timer.pid]  # the warm worker timed it
+        assert timer.returncode == 0 and warm.waiting[("time", 1)] == []
+        checker = warm.waiting[("check", 0)][0][0]
+    finally:
+        warm.close()
+    assert checker.returncode == 0  # never needed: told so, it exited
+    assert imported(marking_suite) == [timer.pid]
+
+
+def test_a_crash_in_a_warm_worker_goes_on_in_a_fresh_one(suite) -> None:
+    warm = WarmWorkers(suite, [("check", 0)])
+    ids = ["crash[n=8]", "fma[n=256]", "nan[n=8]"]
+    try:
+        out = run_phase(suite, "check", ids, warm=warm).outcomes
+    finally:
+        warm.close()
+    assert out["crash[n=8]"].status == "crashed" and "exit code 3" in out["crash[n=8]"].error
+    assert out["fma[n=256]"].result["passed"] is True
+    assert out["nan[n=8]"].result["passed"] is False
+
+
+def test_a_warm_worker_that_died_while_waiting_is_replaced_by_a_fresh_one(marking_suite) -> None:
+    warm = WarmWorkers(marking_suite, [("check", 0), ("check", 0)])
+    try:
+        procs = [proc for proc, _ in warm.waiting[("check", 0)]]
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        phase = run_phase(marking_suite, "check", ["fma[n=256]", "fma[n=512]"], processes=2,
+                          warm=warm)  # fmt: skip
+    finally:
+        warm.close()
+    assert all(o.result["passed"] for o in phase.outcomes.values())
+    assert len(imported(marking_suite)) == 2 and not set(imported(marking_suite)) & {
+        p.pid for p in procs
+    }

@@ -210,6 +210,25 @@ def test_a_real_export_attributes_by_the_kernelwatch_range() -> None:
     assert groups[7][0]["metrics"]["gpu__time_duration.sum"]["value"] == 78624
 
 
+QUIET = SimpleNamespace(stage=lambda *a, **k: None, advance=lambda *a, **k: None)
+HOST = {"fingerprint": "f", "gpu": {"uuid": "GPU-1"}}  # the environment section's host
+
+
+def suite_repository(tmp_path: Path) -> tuple[Path, Path]:
+    """A git repository of one commit (the suite's code) and an empty build folder."""
+    repo, build = tmp_path / "repo", tmp_path / "build"
+    build.mkdir()
+    repo.mkdir()
+    (repo / "workloads.py").write_text("N = 1\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "-A"],
+        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "c"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return repo, build
+
+
 def test_a_second_commit_with_the_same_code_reuses_every_section(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
 ) -> None:
@@ -226,24 +245,13 @@ case "$*" in
 esac
 """
     monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
-    repo, build = tmp_path / "repo", tmp_path / "build"
-    build.mkdir()
-    repo.mkdir()
-    (repo / "workloads.py").write_text("N = 1\n")
-    for args in (
-        ["init", "-q"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "c"],
-    ):
-        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)  # fmt: skip
-    progress = SimpleNamespace(stage=lambda *a, **k: None, advance=lambda *a, **k: None)
-    env = {"fingerprint": "f", "gpu": {"uuid": "GPU-1"}}
+    repo, build = suite_repository(tmp_path)
     runs = []
     for _ in range(2):
         recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None) for w in IDS]
         lines: list[str] = []
-        reuse = ProfileReuse(tmp_path / "cache", repo, build, "a" * 40, env, {})
-        profile.capture(suite_for(tmp_path), recs, {}, progress, lines.append, lambda: None,
+        reuse = ProfileReuse(tmp_path / "cache", repo, build, "a" * 40, HOST, {})
+        profile.capture(suite_for(tmp_path), recs, {}, QUIET, lines.append, lambda: None,
                         reuse)  # fmt: skip
         runs.append((recs, lines, calls.read_text().count("--nvtx")))
     (first, first_lines, passes_1), (second, second_lines, passes_2) = runs
@@ -253,3 +261,73 @@ esac
     for a, b in zip(first, second, strict=True):
         assert b.ncu["kernels"] == a.ncu["kernels"] and b.ncu["status"] == "ok"
         assert b.ncu["reason"].startswith("reused: profiled at commit aaaaaaaaaaaa")
+
+
+def export_of(owner: dict[int, int], ids: list[str]) -> str:
+    """The real export's launches in `owner` (launch ID -> index in `ids`), attributed so."""
+    rows = list(csv.reader(io.StringIO(PASS.read_text())))
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow([*rows[0][:4], NVTX_COLUMN, *rows[0][4:]])
+    for row in rows[1:]:
+        if row and row[0] and int(row[0]) in owner:
+            mark = f'"<default domain>:{profile.NVTX_MARK}{owner[int(row[0])]}:none:none"'
+            writer.writerow([*row[:4], f"1  {mark}", *row[4:]])
+    return out.getvalue()
+
+
+def test_only_the_changed_kernels_are_profiled_and_merged_with_the_earlier_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runner.profile_reuse import ProfileReuse
+
+    ids = ["mix[a]", "gemm[d]"]  # mix[a]: gemm_bias_relu and adamw; gemm[d]: gemm_bias_relu
+    exports = [
+        export_of({0: 0, 1: 0, 2: 0, 8: 0, **{i: 1 for i in range(9, 19)}}, ids),  # 1st commit
+        export_of({0: 0}, ids),  # 2nd commit, filtered: gemm[d]'s launch is missed
+        export_of({i: 0 for i in range(9, 19)}, ["gemm[d]"]),  # ... so it is profiled whole
+    ]
+    for n, text in enumerate(exports, 1):
+        (tmp_path / f"export-{n}.csv").write_text(text)
+    body = f"""\
+cd "{tmp_path}"
+case "$1" in
+--import) cat "$2";;
+*) n=$(( $(cat count 2>/dev/null || echo 0) + 1 )); echo $n > count; echo "$*" >> calls
+   while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+   cp "export-$n.csv" "$out.ncu-rep";;
+esac
+"""
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    repo, build = suite_repository(tmp_path)
+    runs = []
+    for commit, gemm_code in (("a" * 40, "v1"), ("b" * 40, "v2")):
+        (build / "g.ptx").write_text(f".version 8.0\n.target sm_90\ngemm_bias_relu {gemm_code}")
+        (build / "a.ptx").write_text(".version 8.0\n.target sm_90\nadamw")
+        recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None) for w in ids]
+        lines: list[str] = []
+        reuse = ProfileReuse(tmp_path / "cache", repo, build, commit, HOST, {})
+        profile.capture(suite_for(tmp_path), recs, {}, QUIET, lines.append, lambda: None,
+                        reuse)  # fmt: skip
+        runs.append((recs, lines))
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 3 and "--kernel-name" not in calls[0] and "--kernel-name" not in calls[2]
+    assert "--kernel-name regex:(^|::)(gemm_bias_relu)(<|$)" in calls[1]
+    (first, _), (second, lines) = runs
+    mix_before = {k["kernel"]: k for k in first[0].ncu["kernels"]}
+    mix_after = {k["kernel"]: k for k in second[0].ncu["kernels"]}
+    assert list(mix_after) == list(mix_before) == ["gemm_bias_relu", "adamw"]
+    assert mix_after["adamw"] == mix_before["adamw"]
+    assert second[0].ncu["reason"].startswith("profiled at this commit: gemm_bias_relu")
+    assert "reused from commit aaaaaaaaaaaa" in second[0].ncu["reason"]
+    assert second[1].ncu["status"] == "ok" and second[1].ncu["reason"] == ""
+    assert [k["kernel"] for k in second[1].ncu["kernels"]] == ["gemm_bias_relu"]
+    assert any("2 workloads profiled (2 of them only their changed kernels)" in ln for ln in lines)
+    assert any("were not profiled by the filtered pass" in ln for ln in lines)
+
+
+def test_the_kernel_filter_matches_function_names_or_gives_up() -> None:
+    pattern = profile.kernel_filter(["void ns::gemm<128>(float *)", "adamw", "adamw"])
+    assert pattern == "(^|::)(adamw|gemm)(<|$)"
+    assert profile.kernel_filter(["void ns::operator+<int>(int)"]) is None
+    assert profile.kernel_filter([]) is None

@@ -3,6 +3,7 @@ depend on is unchanged; real git commits, build folders of ELF/fatbin/data files
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from runner import profile_reuse
-from runner.profile_reuse import BuildOutputs, ProfileReuse, dependencies, search_name
+from runner.profile_reuse import (
+    BuildOutputs,
+    Found,
+    ProfileReuse,
+    dependencies,
+    merge,
+    search_name,
+)
 
 ENV = {"fingerprint": "f1", "driver_version": "580.1", "ncu_version": "2025.3.1",
        "gpu": {"uuid": "GPU-1"}, "host": {"python": "3.12.3"}}  # fmt: skip
@@ -71,6 +79,16 @@ def reuse(tmp_path: Path, repo: Path, out: Path, env=ENV, config=CONFIG) -> Prof
     return ProfileReuse(tmp_path / "cache", repo, out, "c" * 40, env, config)
 
 
+def whole(found: Found | None) -> bool:
+    """A section reused as it is: nothing its launches depend on changed."""
+    return found is not None and found.stale == ()
+
+
+def stale(*kernels: str) -> Found:
+    """What lookup gives where the code of `kernels` (all of SECTION's) changed since commit c."""
+    return Found(SECTION, kernels, "c" * 40)
+
+
 def stored(tmp_path: Path, repo: Path, section=SECTION) -> Path:
     out = first_build(tmp_path)
     reuse(tmp_path, repo, out).store(INFO, section)
@@ -82,8 +100,8 @@ def test_an_unchanged_workload_gets_its_section_back_saying_where_from(
 ) -> None:
     out = stored(tmp_path, repo)
     got = reuse(tmp_path, repo, out).lookup(INFO)
-    assert got is not None and got["kernels"] == SECTION["kernels"]
-    assert got["reason"].startswith("reused: profiled at commit cccccccccccc")
+    assert got is not None and got.stale == () and got.section["kernels"] == SECTION["kernels"]
+    assert got.section["reason"].startswith("reused: profiled at commit cccccccccccc")
     assert reuse(tmp_path, repo, out).lookup({**INFO, "params": {"n": 2048}}) is None
 
 
@@ -96,11 +114,11 @@ def test_a_change_to_its_own_kernels_code_profiles_again_and_others_do_not(
     out = build(tmp_path, {"transpose.cubin": cubin("transpose_tiled"),
                            "gemm.cubin": cubin("gemm_fwd", "gemm_bwd", salt="v2"),
                            "build.json": b'{"compile_s": 1.7}'})  # fmt: skip
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
     commit(repo, {"cuda/transpose.cu": "// v2\n"})
     out = build(tmp_path, {"transpose.cubin": cubin("transpose_tiled", salt="v2"),
                            "gemm.cubin": cubin("gemm_fwd", "gemm_bwd", salt="v2")})  # fmt: skip
-    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+    assert reuse(tmp_path, repo, out).lookup(INFO) == stale("transpose_tiled")
 
 
 @pytest.mark.parametrize(
@@ -120,7 +138,7 @@ def test_a_native_source_change_that_leaves_the_build_alone_is_reused(
 ) -> None:
     out = stored(tmp_path, repo)
     commit(repo, {"cuda/transpose.cu": "// a comment only\n"})
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
 
 
 @pytest.mark.parametrize(
@@ -142,19 +160,21 @@ def test_another_host_stack_or_profile_configuration_profiles_again(
 def test_data_in_the_build_counts_and_the_build_report_does_not(tmp_path: Path, repo: Path) -> None:
     out = stored(tmp_path, repo)
     (out / "build.json").write_text('{"compile_s": 9.9}')
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
     (out / "table.bin").write_bytes(b"\x01\x02")
     assert reuse(tmp_path, repo, out).lookup(INFO) is None
 
 
+SECTION_LIBRARY = "void cublasLt::splitKreduce_kernel<32, 16>(cublasLt::Params<T6>, const T4 *)"
+
+
 def test_a_library_kernel_ignores_the_cubins_but_not_a_fatbin(tmp_path: Path, repo: Path) -> None:
-    library = "void cublasLt::splitKreduce_kernel<32, 16, int>(cublasLt::Params<T6>, const T4 *)"
-    section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": library}]}
+    section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": SECTION_LIBRARY}]}
     out = stored(tmp_path, repo, section)
     (out / "transpose.cubin").write_bytes(cubin("transpose_tiled", salt="v3"))
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
     (out / "extra.fatbin").write_bytes(b"\x50\xed\x55\xba" + b"compressed")
-    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+    assert reuse(tmp_path, repo, out).lookup(INFO).stale == (SECTION_LIBRARY,)  # type: ignore[union-attr]
 
 
 def test_a_kernel_compiled_at_run_time_from_a_source_depends_on_the_sources(
@@ -163,9 +183,9 @@ def test_a_kernel_compiled_at_run_time_from_a_source_depends_on_the_sources(
     commit(repo, {"cuda/jit.cu": 'extern "C" __global__ void jit_scale(float* x) {}\n'})
     section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": "jit_scale"}]}
     out = stored(tmp_path, repo, section)
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
     commit(repo, {"cuda/jit.cu": 'extern "C" __global__ void jit_scale(float* y) {}\n'})
-    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+    assert reuse(tmp_path, repo, out).lookup(INFO).stale == ("jit_scale",)  # type: ignore[union-attr]
 
 
 def test_only_complete_sections_are_kept_and_torn_files_are_never_trusted(
@@ -190,9 +210,9 @@ def test_prune_removes_the_least_recently_used(tmp_path: Path, repo: Path) -> No
         kept.store(info, SECTION)
         (entry,) = kept._folder(info).glob("*.json")
         os.utime(entry, (1000 + i, 1000 + i))
-    assert kept.lookup(infos[0]) is not None  # used now: the most recent
+    assert whole(kept.lookup(infos[0]))  # used now: the most recent
     assert kept.prune(keep=2) == 2
-    assert kept.lookup(infos[0]) is not None and kept.lookup(infos[3]) is not None
+    assert whole(kept.lookup(infos[0])) and whole(kept.lookup(infos[3]))
     assert kept.lookup(infos[1]) is None and kept.lookup(infos[2]) is None
 
 
@@ -230,6 +250,72 @@ def test_another_kernel_of_the_same_cubin_changing_keeps_the_section(
     out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
     reuse(tmp_path, repo, out).store(INFO, section)
     out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes()})
-    assert reuse(tmp_path, repo, out).lookup(INFO) is not None
+    found = reuse(tmp_path, repo, out).lookup(INFO)
+    assert found is not None and found.stale == ()
     out = build(tmp_path, {"t.cubin": (real / "constant_grown.cubin").read_bytes()})
+    assert reuse(tmp_path, repo, out).lookup(INFO) == Found(section, ("ka",), "c" * 40)
+
+
+def kernel(name: str, value: float) -> dict:
+    return {"kernel": name, "metrics": {"dram__bytes.sum": {"value": value, "unit": "byte"}},
+            "findings": []}  # fmt: skip
+
+
+TWO = {"status": "ok", "reason": "", "kernels": [kernel("ka", 1.0), kernel("kb", 2.0)]}
+
+
+def test_a_workload_of_two_kernels_where_one_changed_names_that_one_stale(
+    tmp_path: Path, repo: Path
+) -> None:
+    real = Path(__file__).parent / "fixtures" / "cubin"
+    out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
+    reuse(tmp_path, repo, out).store(INFO, TWO)
+    out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes()})
+    found = reuse(tmp_path, repo, out).lookup(INFO)
+    assert found is not None and found.stale == ("kb",) and found.commit == "c" * 40
+    assert found.section["kernels"] == TWO["kernels"]
+    # a __constant__ both kernels read: both changed, both are profiled again
+    out = build(tmp_path, {"t.cubin": (real / "constant_grown.cubin").read_bytes()})
+    assert reuse(tmp_path, repo, out).lookup(INFO) == Found(TWO, ("ka", "kb"), "c" * 40)
+    # data in the build changed (the Python side may read it: which kernels run may differ)
+    out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes(), "w.bin": b"1"})
     assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_kernels_in_two_outputs_and_a_library_kernel(tmp_path: Path, repo: Path) -> None:
+    section = {**TWO, "kernels": [kernel("transpose_tiled", 1.0), kernel("gemm_fwd", 2.0),
+                                  kernel("void cutlass::Kernel<8>(Params)", 3.0)]}  # fmt: skip
+    out = first_build(tmp_path)
+    reuse(tmp_path, repo, out).store(INFO, section)
+    commit(repo, {"cuda/gemm.cu": "// v2\n"})
+    out = build(tmp_path, {"transpose.cubin": cubin("transpose_tiled"),
+                           "gemm.cubin": cubin("gemm_fwd", "gemm_bwd", salt="v2")})  # fmt: skip
+    found = reuse(tmp_path, repo, out).lookup(INFO)
+    assert found is not None and found.stale == ("gemm_fwd",)
+
+
+def test_an_entry_kept_without_each_kernels_dependencies_is_reused_whole_or_not_at_all(
+    tmp_path: Path, repo: Path
+) -> None:
+    real = Path(__file__).parent / "fixtures" / "cubin"
+    out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
+    kept = reuse(tmp_path, repo, out)
+    kept.store(INFO, TWO)
+    (entry,) = kept._folder(INFO).glob("*.json")
+    old = json.loads(entry.read_text())
+    del old["kernel_dependencies"]
+    entry.write_text(json.dumps(old))
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
+    out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes()})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+def test_merge_takes_the_changed_kernels_from_the_fresh_pass() -> None:
+    found = Found(TWO, ("kb",), "d" * 40)
+    fresh = {"status": "ok", "reason": "", "kernels": [kernel("kb", 5.0)]}
+    merged = merge(found, fresh)
+    assert merged is not None and merged["kernels"] == [kernel("ka", 1.0), kernel("kb", 5.0)]
+    assert merged["reason"] == ("profiled at this commit: kb (code changed); 1 other kernel "
+                                "reused from commit dddddddddddd (code unchanged)")  # fmt: skip
+    assert merge(found, {"status": "ok", "reason": "", "kernels": [kernel("ka", 9.0)]}) is None
+    assert merge(found, {"status": "failed", "reason": "x", "kernels": []}) is None

@@ -50,3 +50,20 @@ def test_check_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert pipeline.check_processes(gpu) == 1
     monkeypatch.setenv(pipeline.CHECK_PROCESSES_ENV, "2")
     assert pipeline.check_processes(cpu) == 2
+
+
+def test_warm_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    cpu = load_suite(CPU_SUITE)
+    gpu = dataclasses.replace(cpu, device="cuda")
+    for name in (pipeline.CHECK_PROCESSES_ENV, pipeline.SHORT_PROCESSES_ENV, pipeline.WARM_ENV):
+        monkeypatch.delenv(name, raising=False)
+    assert pipeline.warm_plan(cpu) == [("check", 0), ("time", 0), ("time", 1), ("time", 2)]
+    from runner import gpuinfo
+
+    monkeypatch.setattr(gpuinfo, "compute_mode", lambda: 0)
+    plan = pipeline.warm_plan(gpu)
+    assert plan == [("check", 0)] * 3 + [("time", p) for p in range(6)]  # short launches' too
+    monkeypatch.setattr(gpuinfo, "compute_mode", lambda: 3)  # one process at a time
+    assert pipeline.warm_plan(gpu) == []
+    monkeypatch.setenv(pipeline.WARM_ENV, "0")
+    assert pipeline.warm_plan(cpu) == []
