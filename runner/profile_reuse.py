@@ -10,8 +10,8 @@ depends on, and reused while none of it changed:
   profile's own configuration (metrics, sections, launches, the runner's profiling code);
 - the workload: its listing entry (id, parameters, FLOPs, bytes) and seed;
 - the code around the kernels: every file of the commit except native sources (CUDA/C/C++:
-  NATIVE_SUFFIXES), by git's blob ids; a change to the suite's Python, its configuration or
-  its data re-profiles every workload;
+  NATIVE_SUFFIXES) and prose (documents, pictures: PROSE_SUFFIXES), by git's blob ids; a change
+  to the suite's Python, its configuration or its data re-profiles every workload;
 - the kernels it launched when it was profiled (ncu's function names): their code in the build
   outputs that define them (in a cubin, that kernel's own sections and the data every kernel
   may read, runner.cubin: a change to another kernel of the same file leaves it alone; in any
@@ -59,6 +59,9 @@ from runner import cubin
 from runner.ncu import MAX_REASON
 
 NATIVE_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp"})
+# Documents and pictures: no launch reads them, and a commit that touches only its README should
+# not cost a whole ncu pass (~50 s on the H100).
+PROSE_SUFFIXES = frozenset({".md", ".rst", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".pdf"})
 BUILD_REPORT = "build.json"
 MAX_ENTRIES = 5000
 REUSE_ENV = "KERNELWATCH_NCU_REUSE"
@@ -202,7 +205,8 @@ class ProfileReuse:
         self.root = cache / "ncu-profiles"
         self.commit = commit
         files = tracked_files(worktree)
-        code = {p: blob for p, blob in files.items() if not is_native(p)}
+        code = {p: blob for p, blob in files.items()
+                if not is_native(p) and Path(p).suffix.lower() not in PROSE_SUFFIXES}  # fmt: skip
         self.native = {p: (worktree / p).read_bytes() for p in files
                        if is_native(p) and (worktree / p).is_file()}  # fmt: skip
         self.outputs = BuildOutputs(build_dir)

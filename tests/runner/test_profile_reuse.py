@@ -123,7 +123,7 @@ def test_a_change_to_its_own_kernels_code_profiles_again_and_others_do_not(
 
 @pytest.mark.parametrize(
     ("path", "text"),
-    [("suite/workloads.py", "N = 2048\n"), ("README.md", "changed\n"), ("data/x.bin", "1")],
+    [("suite/workloads.py", "N = 2048\n"), ("NOTES.txt", "changed\n"), ("data/x.bin", "1")],
 )
 def test_any_change_outside_native_sources_profiles_again(
     tmp_path: Path, repo: Path, path: str, text: str
@@ -131,6 +131,15 @@ def test_any_change_outside_native_sources_profiles_again(
     out = stored(tmp_path, repo)
     commit(repo, {path: text})
     assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+@pytest.mark.parametrize("path", ["README.md", "docs/img/trend.png", "docs/design.rst"])
+def test_a_document_or_picture_changing_keeps_every_section(
+    tmp_path: Path, repo: Path, path: str
+) -> None:
+    out = stored(tmp_path, repo)
+    commit(repo, {path: "new words\n"})
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
 
 
 def test_a_native_source_change_that_leaves_the_build_alone_is_reused(
