@@ -3,7 +3,7 @@
     python -m benchmarks.ncu_cost [--only REGEX] [--variant NAME ...] [--json FILE]
     python -m benchmarks.ncu_cost --table FILE
 
-Builds the default suite once, then runs runner.profile's one ncu pass (the runner's own
+Builds the default suite once, then runs runner.ncu_pass's one ncu pass (the runner's own
 command, `profile_command`) over the selected workloads once per variant, reading ncu's output
 as it comes, and its details export after. Per variant: the seconds of the pass and of the
 export, the launches profiled and their replay passes. Per workload (first variant): the
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner import ncu, profile, timeline
+from runner import ncu, ncu_pass, timeline
 from runner.build import run_build
 from runner.measure import run_phase
 from runner.suite import load_suite
@@ -36,14 +36,14 @@ _PASSES = re.compile(r"==PROF== Profiling \"([^\"]*)\".*?(\d+) pass")
 
 def variants(exe: str, config: Path, report: Path, count: int) -> dict[str, list[str]]:
     """name -> command. Each changes one thing of the runner's command."""
-    runner = profile.profile_command(exe, config, report, count)
+    runner = ncu_pass.profile_command(exe, config, report, count)
     worker = [sys.executable, "-m", "runner.worker", str(config)]
-    budget = profile.LAUNCHES_PER_WORKLOAD * max(count, 1)
+    budget = ncu_pass.LAUNCHES_PER_WORKLOAD * max(count, 1)
     one = ncu.ncu_command(worker, report=report, launch_count=budget,
                           metrics=("gpu__time_duration.sum",), sections=(), ncu=exe)  # fmt: skip
     return {
         "runner": runner,
-        "metrics-only": profile.profile_command(exe, config, report, count, sections=()),
+        "metrics-only": ncu_pass.profile_command(exe, config, report, count, sections=()),
         "sections-only": _without_metrics(runner),
         "no-cache-flush": [runner[0], "--cache-control", "none", *runner[1:]],
         "one-metric": [one[0], "--nvtx", *one[1:]],
@@ -104,7 +104,7 @@ def run_variant(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any
 
 
 def measure(only: str | None, names: list[str]) -> dict[str, Any]:
-    exe = profile.find_ncu()
+    exe = ncu_pass.find_ncu()
     if exe is None:
         raise SystemExit("ncu not found")
     suite = load_suite(ROOT)
@@ -118,7 +118,7 @@ def measure(only: str | None, names: list[str]) -> dict[str, Any]:
         listing = run_phase(suite, "list", [], env=env)
         ids = [w["id"] for w in listing.listing if suite.selects(w, only)]
         config, report = Path(tmp) / "worker.json", Path(tmp) / "profile"
-        config.write_text(json.dumps(profile.worker_config(suite, ids)))
+        config.write_text(json.dumps(ncu_pass.worker_config(suite, ids)))
         commands = variants(exe, config, report, len(ids))
         child = timeline.child_env(suite, env)
         for name in names:
@@ -130,7 +130,7 @@ def measure(only: str | None, names: list[str]) -> dict[str, Any]:
                                       capture_output=True, text=True)  # fmt: skip
                 result["export_s"] = time.monotonic() - started
                 result["report_mb"] = rep.stat().st_size / 1e6
-                sections = profile.sections(ids, done.stdout, "", "ok", "")
+                sections = ncu_pass.sections(ids, done.stdout, "", "ok", "")
                 result["ncu_status"] = {s["status"] for s in sections.values()}.__repr__()
                 rep.unlink()
             out["variants"][name] = result

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from runner import gpuinfo
-from runner.profile import find_ncu
+from runner.ncu_pass import find_ncu
 from runner.tools import find_nvcc
 
 

@@ -180,7 +180,7 @@ def agent_checks(
 ) -> list[Check]:
     """What a runner of `device` suites needs ("cuda": the GPU stack too); `everything` adds
     the optional tools (nvcc, ncu, cupti-python) that doctor reports."""
-    from runner.profile import NCU_CANDIDATES
+    from runner.ncu_pass import NCU_CANDIDATES
 
     optional = [
         _found("nvcc", find_nvcc(), "$NVCC, the PATH, $CUDA_HOME or /usr/local/cuda/bin",

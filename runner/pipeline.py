@@ -1,4 +1,4 @@
-"""One run: checkout → build → correctness → timing (N processes) → profiles → document.
+"""One run: checkout → build → correctness → ncu → timing (N processes) → timelines → document.
 
 Timing: every selected workload that passed correctness is timed in the suite's [timing]
 processes, one after the other. A short launch (one that every one of those processes sampled
@@ -31,6 +31,7 @@ The correctness workers and the timing processes are started while the build run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -207,6 +208,35 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
     ids = list(records)
     log(f"{len(ids)} of {len(listing.listing)} workloads selected")
 
+    profiling = None
+    if suite.device == "cuda" and ids:
+        from runner import profile
+
+        reuse = profile.reuse_for(
+            request.cache_dir, suite.root, build_dir, commit, environment_section
+        )
+        profiling = profile.Profiling(suite, infos, env, reuse)  # warms up during correctness
+    with profiling or contextlib.nullcontext():
+        _check_time_and_profile(suite, infos, records, env, warm, profiling, progress, log,
+                                check_stop)  # fmt: skip
+    environment.note_timings(environment_section, records.values())
+    return list(records.values()), build, environment_section
+
+
+def _check_time_and_profile(
+    suite: Suite,
+    infos: list[dict[str, Any]],
+    records: dict[str, report.WorkloadRecord],
+    env: dict[str, str],
+    warm: WarmWorkers,
+    profiling: Any,
+    progress: Progress,
+    log: Callable[[str], None],
+    check_stop: Callable[[], None],
+) -> None:
+    """Correctness, then the ncu pass (before timing: nothing else on the GPU either way, and
+    its warm-up has passed during correctness), timing, and timelines, into `records`."""
+    ids = list(records)
     progress.stage("correctness", len(ids))
     workers = check_processes(suite)
     checked = run_phase(
@@ -223,6 +253,9 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
         records[wid].check = outcome
     passing = [wid for wid in ids if records[wid].passed]
     log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes)")
+    check_stop()
+    if profiling is not None and passing:
+        profiling.capture([records[w] for w in passing], progress, log, check_stop)
     ordered = timing_order(passing, {w["id"]: w for w in infos}, suite.timing.method)
     for process in range(suite.timing.processes):
         check_stop()
@@ -260,16 +293,12 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
         )
         for wid in short:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
-    environment.note_timings(environment_section, records.values())
     check_stop()
     if suite.device == "cuda" and passing:
         from runner import profile
 
-        reuse = profile.reuse_for(
-            request.cache_dir, suite.root, build_dir, commit, environment_section
-        )
-        profile.capture(suite, [records[w] for w in passing], env, progress, log, check_stop, reuse)
-    return list(records.values()), build, environment_section
+        profile.capture_timelines(suite, [records[w] for w in passing], env, progress, log,
+                                  check_stop)  # fmt: skip
 
 
 def pull_request_section(

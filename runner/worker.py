@@ -7,7 +7,7 @@ A workload that leaves the CUDA context dead (a sticky error: an illegal address
 an `error` line with status `crashed` and ends the process: it cannot fail the next workloads.
 Modes: `list`, `check` (correctness), `time` (cold samples to the stop rule), `timeline` (a few
 training steps with kernel activity traced, runner.timeline) and `profile` (each workload
-launched once inside an NVTX range, for one ncu pass over all of them, runner.profile). A
+launched once inside an NVTX range, for one ncu pass over all of them, runner.ncu_pass). A
 config with `"wait": true` starts the worker ahead of its phase (runner.measure.WarmWorkers): it
 warms up (`warm_up`), then reads `{"ids": [...]}` from stdin (an empty stdin: it exits).
 """
@@ -179,8 +179,8 @@ def handlers(
         tracer, steps = config.get("tracer", "cupti"), int(config.get("steps", 0))
         inputs = timing_inputs(device)
         return lambda w, _: trace_workload(w, seed, tracer, steps, inputs)
-    if mode == "profile":  # one launch per workload, under ncu (see runner.profile)
-        from runner.profile import Launcher
+    if mode == "profile":  # one launch per workload, under ncu (see runner.ncu_pass)
+        from runner.ncu_pass import Launcher
 
         return Launcher([workloads[i] for i in config["ids"]], seed, ranges)
     raise ValueError(f"unknown worker mode {mode!r}")
@@ -242,15 +242,19 @@ def _one_line(exc: BaseException) -> str:
 
 def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[str, Any]] | None:
     """What a worker started ahead of its phase does before its ids come (runner.measure.
-    WarmWorkers): CuPy and the CUDA context on a GPU, and a timing worker's whole handler
-    (timers, flush buffers, the clock watch). Nothing of the suite's own code: the build may
-    still be writing what it imports."""
+    WarmWorkers, runner.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, a timing
+    worker's whole handler (timers, flush buffers, the clock watch), a profile worker's one
+    warm-up launch. Nothing of the suite's own code: the build may still be writing it."""
     if config["device"] == "cuda":
         import cupy
 
         cupy.cuda.runtime.free(0)  # creates the context
     if config["mode"] == "time":
         return handlers(config, ranges, {})
+    if config["mode"] == "profile":  # under ncu: its setup at the first profiled kernel, now
+        from runner.ncu_pass import warm_up_profiler
+
+        warm_up_profiler()
     return None
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import stat
 import subprocess
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from runner import ncu, profile
+from runner import ncu, ncu_pass, profile
 from runner.suite import Timing
 
 PASS = Path(__file__).parent / "fixtures" / "ncu" / "h100_kernelwatch_pass_details.csv"
@@ -28,7 +30,7 @@ def nvtx_cell(launch: int) -> str:
     index = OWNER.get(launch)
     if index is None:
         return ""
-    ranges = [IDS[index], f"{profile.NVTX_MARK}{index}"]
+    ranges = [IDS[index], f"{ncu_pass.NVTX_MARK}{index}"]
     quoted = [f'"<default domain>:{r}:none:none:none:none:none:none"' for r in ranges]
     return "1  " + "  ".join(quoted)
 
@@ -50,29 +52,29 @@ def export() -> str:
 
 
 def test_one_bounded_pass_over_a_profile_worker(tmp_path: Path) -> None:
-    cmd = profile.profile_command("/opt/ncu", tmp_path / "w.json", tmp_path / "rep", 3)
+    cmd = ncu_pass.profile_command("/opt/ncu", tmp_path / "w.json", tmp_path / "rep", 3)
     assert cmd[:2] == ["/opt/ncu", "--nvtx"]
     assert cmd[cmd.index("--clock-control") + 1] == "none"
-    assert cmd[cmd.index("--launch-count") + 1] == str(3 * profile.LAUNCHES_PER_WORKLOAD)
+    assert cmd[cmd.index("--launch-count") + 1] == str(3 * ncu_pass.LAUNCHES_PER_WORKLOAD)
     assert cmd[cmd.index("-o") + 1] == str(tmp_path / "rep")
     assert cmd[cmd.index("--metrics") + 1] == ",".join(ncu.METRICS)
     assert cmd[-3:] == ["-m", "runner.worker", str(tmp_path / "w.json")]
     suite = SimpleNamespace(root=tmp_path, workloads="m", check=None, device="cuda")
-    config = profile.worker_config(suite, IDS)
+    config = ncu_pass.worker_config(suite, IDS)
     assert config["mode"] == "profile" and config["ids"] == IDS
 
 
 def test_launches_are_attributed_to_the_innermost_kernelwatch_range(export: str) -> None:
-    ranges = profile.launch_ranges(export)
+    ranges = ncu_pass.launch_ranges(export)
     assert ranges == {k: v for k, v in OWNER.items() if v is not None}
-    groups, stray = profile.attribute(ncu.parse_csv(export), ranges, len(IDS))
+    groups, stray = ncu_pass.attribute(ncu.parse_csv(export), ranges, len(IDS))
     assert [len(g) for g in groups] == [3, 2, 1, 10]
     assert stray == 3
     assert {launch["kernel"] for launch in groups[2]} == {"adamw"}
 
 
 def test_sections_hold_the_fixed_metrics_and_findings_per_workload(export: str) -> None:
-    out = profile.sections(IDS, export, "", "ok", "")
+    out = ncu_pass.sections(IDS, export, "", "ok", "")
     assert list(out) == IDS
     gemm = out["gemm[a]"]
     assert gemm["status"] == "ok"
@@ -89,7 +91,7 @@ def test_a_workload_that_raised_or_launched_nothing_is_failed(export: str) -> No
     ids = [*IDS, "broken[e]", "copies[f]"]
     output = '{"event": "error", "id": "broken[e]", "error": "Traceback: ValueError: boom"}\n'
     output += '{"event": "result", "id": "copies[f]", "result": {"nvtx": true}}\n'
-    out = profile.sections(ids, export, output, "ok", "")
+    out = ncu_pass.sections(ids, export, output, "ok", "")
     assert out["broken[e]"]["status"] == "failed" and "boom" in out["broken[e]"]["reason"]
     assert out["copies[f]"]["status"] == "failed"
     assert "no kernel launch" in out["copies[f]"]["reason"]
@@ -98,7 +100,7 @@ def test_a_workload_that_raised_or_launched_nothing_is_failed(export: str) -> No
 
 def test_without_nvtx_in_the_worker_the_reason_says_so() -> None:
     output = '{"event": "result", "id": "gemm[a]", "result": {"nvtx": false}}\n'
-    out = profile.sections(["gemm[a]"], "", output, "ok", "")
+    out = ncu_pass.sections(["gemm[a]"], "", output, "ok", "")
     assert "NVTX" in out["gemm[a]"]["reason"]
 
 
@@ -122,7 +124,7 @@ def test_refused_counters_make_every_section_unavailable(
     body = 'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"\nexit 1\n'
     monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
     lines: list[str] = []
-    out = profile.profile_workloads(suite_for(tmp_path), IDS[:2], {}, lines.append)
+    out = ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:2], {}, lines.append)
     for section in out.values():
         assert section["status"] == "unavailable"
         assert "ERR_NVGPUCTRPERM" in section["reason"] and section["kernels"] == []
@@ -131,7 +133,7 @@ def test_refused_counters_make_every_section_unavailable(
 
 def test_missing_ncu_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWATCH_NCU", str(tmp_path / "no-such-ncu"))
-    out = profile.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print)
+    out = ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print)
     assert out["gemm[a]"]["status"] == "unavailable"
     assert "not found" in out["gemm[a]"]["reason"]
 
@@ -172,7 +174,7 @@ def test_a_stop_request_kills_the_pass(tmp_path: Path, monkeypatch: pytest.Monke
         raise KeyboardInterrupt("stop")
 
     with pytest.raises(KeyboardInterrupt):
-        profile.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print, stop)
+        ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print, stop)
 
 
 # Two rows of a real export of this pass (H100, ncu 2025.3.1, --nvtx), 2026-11: the NVTX
@@ -202,10 +204,10 @@ REAL = (
 
 
 def test_a_real_export_attributes_by_the_kernelwatch_range() -> None:
-    assert profile.launch_ranges(REAL) == {8: 5, 19: 7}
+    assert ncu_pass.launch_ranges(REAL) == {8: 5, 19: 7}
     launches = ncu.parse_csv(REAL)
     assert [launch["id"] for launch in launches] == [8, 19]
-    groups, stray = profile.attribute(launches, profile.launch_ranges(REAL), 8)
+    groups, stray = ncu_pass.attribute(launches, ncu_pass.launch_ranges(REAL), 8)
     assert stray == 0 and groups[5][0]["kernel"].startswith("void cublasLt::splitKreduce")
     assert groups[7][0]["metrics"]["gpu__time_duration.sum"]["value"] == 78624
 
@@ -271,7 +273,7 @@ def export_of(owner: dict[int, int], ids: list[str]) -> str:
     writer.writerow([*rows[0][:4], NVTX_COLUMN, *rows[0][4:]])
     for row in rows[1:]:
         if row and row[0] and int(row[0]) in owner:
-            mark = f'"<default domain>:{profile.NVTX_MARK}{owner[int(row[0])]}:none:none"'
+            mark = f'"<default domain>:{ncu_pass.NVTX_MARK}{owner[int(row[0])]}:none:none"'
             writer.writerow([*row[:4], f"1  {mark}", *row[4:]])
     return out.getvalue()
 
@@ -331,3 +333,42 @@ def test_the_kernel_filter_matches_function_names_or_gives_up() -> None:
     assert pattern == "(^|::)(adamw|gemm)(<|$)"
     assert profile.kernel_filter(["void ns::operator+<int>(int)"]) is None
     assert profile.kernel_filter([]) is None
+
+
+def test_a_pass_started_ahead_gets_its_ids_on_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    (tmp_path / "export.csv").write_text(export)
+    body = f"""\
+case "$1" in
+--import) cat "{tmp_path / "export.csv"}";;
+*) echo "$*" > "{tmp_path / "args"}"; cat > "{tmp_path / "stdin"}"
+   while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+   touch "$out.ncu-rep";;
+esac
+"""
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    started = ncu_pass.NcuPass(suite_for(tmp_path), 5, {}, kernel_regex="(^|::)(adamw)(<|$)")
+    time.sleep(0.3)
+    assert started.proc is not None and started.proc.poll() is None  # waiting for its ids
+    config_path = Path(started.proc.args[-1])
+    assert json.loads(config_path.read_text())["wait"] is True
+    out = started.finish(IDS, print)
+    assert json.loads((tmp_path / "stdin").read_text()) == {"ids": IDS}
+    args = (tmp_path / "args").read_text()
+    assert f"regex:(^|::)({ncu_pass.WARM_UP_KERNEL}|adamw)(<|$)" in args  # profiled too
+    assert f"--launch-count {6 * ncu_pass.LAUNCHES_PER_WORKLOAD}" in args  # and the warm-up
+    assert [s["status"] for s in out.values()] == ["ok"] * 4
+    assert not config_path.exists()  # its folder is gone
+
+
+def test_a_pass_started_ahead_and_never_used_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, "sleep 30\n"))
+    profiling = profile.Profiling(suite_for(tmp_path), [{"id": w} for w in IDS], {})
+    assert profiling.started is not None and profiling.planned == IDS
+    proc = profiling.started.proc
+    with profiling:
+        pass  # the run stopped before correctness ended
+    assert proc is not None and proc.wait(timeout=5) != 0 and profiling.started is None
