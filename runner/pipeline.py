@@ -138,8 +138,6 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
             log(f"pull request #{pull['number']}: merge base with {pull['base_ref']} is "
                 f"{(pull['merge_base'] or 'unknown')[:12]}")  # fmt: skip
         suite = load_suite(worktree)
-        if suite.device == "cuda":
-            require_gpu(suite.name)  # one line naming what is missing, before any work
         with tempfile.TemporaryDirectory(prefix="kw-build-") as build_dir:
             records, build, env = _measure(
                 suite, Path(build_dir), request, progress, log, check_stop, commit.sha
@@ -195,9 +193,15 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
         listing = run_phase(suite, "list", [], env=env)
         return listing, environment.collect(suite.device, listing.device)
 
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        # The GPU's check (a child process with CuPy, ~1 s) runs beside the build too: a host
+        # that cannot run the suite is told in one line (HostError) before anything is checked
+        # or timed, and before a build that failed for want of that GPU is reported.
+        ready = pool.submit(require_gpu, suite.name) if suite.device == "cuda" else None
         described = pool.submit(describe)
         build = run_build(suite, build_dir, env)
+        if ready is not None:
+            ready.result()
         log(f"build {build.status} in {build.seconds:.1f} s ({len(build.kernels)} kernels)")
         listing, environment_section = described.result()
     check_stop()

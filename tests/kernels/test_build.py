@@ -109,3 +109,16 @@ def test_the_cache_keeps_the_most_recently_used(tmp_path):
     (tmp_path / ".k9-tmp").mkdir()  # a build still writing its entry
     assert build.prune(tmp_path, keep=2) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [".k9-tmp", "k0", "k4"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "code", "arch"),
+    [("9.0\n9.0\n", 0, "sm_90"), ("9.0\n8.0\n", 0, None), ("", 0, None), ("9.0\n", 9, None),
+     ("[N/A]\n", 0, None)],
+)  # fmt: skip
+def test_the_arch_from_nvidia_smi_only_where_every_gpu_agrees(tmp_path, answer, code, arch):
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text(f"#!/bin/sh\nprintf '{answer}'\nexit {code}\n")
+    fake.chmod(0o755)
+    assert build.smi_arch(str(fake)) == arch
+    assert build.smi_arch(str(tmp_path / "absent")) is None

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from runner import pipeline
 from runner.pipeline import RunRequest, execute, repository_name
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import commit_all, cpu_suite_repo
@@ -73,3 +75,33 @@ def test_only_selects_workloads_by_regex(tmp_path: Path) -> None:
 )
 def test_repository_names(source: str, name: str) -> None:
     assert repository_name(source) == name
+
+
+def test_a_cuda_suite_on_a_host_without_its_gpu_stops_in_one_line_after_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The GPU's check runs beside the build; its one line wins over the build that failed for
+    want of the GPU, and nothing is checked or timed."""
+    from runner import host
+
+    repo, _, _ = cpu_suite_repo(tmp_path / "repo")
+    toml = (repo / "kernelwatch.toml").read_text()
+    failing = '["{python} -c \\"import sys; sys.exit(\'nvcc: no GPU to build for\')\\""]'
+    toml = toml.replace('device = "cpu"', 'device = "cuda"')
+    toml = "\n".join(f"build = {failing}" if ln.startswith("build =") else ln
+                     for ln in toml.splitlines())  # fmt: skip
+    (repo / "kernelwatch.toml").write_text(toml)
+    sha = commit_all(repo, "the suite on a GPU")
+    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
+    monkeypatch.setenv("KERNELWATCH_WARM_WORKERS", "0")
+    phases: list[str] = []
+
+    def run_phase(suite: Any, mode: str, *args: Any, **kwargs: Any) -> Any:
+        phases.append(mode)
+        return real(suite, mode, *args, **kwargs)
+
+    real = pipeline.run_phase
+    monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    with pytest.raises(host.HostError, match="cannot run the CUDA suite 'cpu-fixture': cupy"):
+        execute(RunRequest(source=str(repo), rev=sha, cache_dir=tmp_path / "cache"))
+    assert phases == ["list"]  # nothing checked or timed
