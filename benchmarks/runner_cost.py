@@ -11,7 +11,8 @@ timeline and ncu, each run from a fresh build, all runs sharing one runner cache
 the ncu sections of runner.profile_reuse). With `--change PATH:KERNEL` (repeatable), every run after
 the first is of a new commit that changes one of those kernels in turn, as a commit that
 touches one kernel does: a branch that is never taken, so that its code differs and it runs as
-fast (`--change PATH` adds an unused kernel to the file instead); without it, every run is of
+fast (`--change PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a
+comment: a commit that changes code no workload imports, or prose); without it, every run is of
 the same commit. Prints, per run,
 the seconds
 of every stage (from the `Progress` hooks the pipeline calls) against the 60 s budget, and per
@@ -107,10 +108,14 @@ def snapshot(src: Path, dst: Path, author: str, message: str) -> str:
 def change(repo: Path, spec: str, run: int, author: str) -> str:
     """A new commit on `repo`: `spec` PATH:KERNEL gives that kernel of that CUDA source one
     more branch, never taken (a block index no grid of the suite reaches); PATH alone gets
-    one more, unused, kernel (which renumbers the file's symbols: runner.cubin)."""
+    one more, unused, kernel (which renumbers the file's symbols: runner.cubin), or, for a
+    Python file or a document, a comment at its end."""
     path, _, kernel = spec.partition(":")
     source = (repo / path).read_text()
-    if kernel:
+    if Path(path).suffix in (".py", ".md"):  # a comment: no workload runs differently
+        source += f"\n{'#' if path.endswith('.py') else '<!--'} runner_cost: run {run}" \
+                  f"{'' if path.endswith('.py') else ' -->'}\n"  # fmt: skip
+    elif kernel:
         found = re.search(rf"\b{re.escape(kernel)}\s*\([^{{]*\{{", source)
         if not found:
             raise SystemExit(f"--change {spec}: no kernel {kernel!r} in {path}")

@@ -125,6 +125,19 @@ def attribute(
     return groups, stray
 
 
+def worker_imports(text: str) -> list[str] | None:
+    """The worktree's Python files the profile worker imported (its `done` line), or None
+    where it never said (it died, or an older worker)."""
+    for line in reversed(text.splitlines()):
+        if line.startswith('{"event": "done"'):
+            try:
+                files = json.loads(line).get("files")
+            except ValueError:
+                return None
+            return [str(f) for f in files] if isinstance(files, list) else None
+    return None
+
+
 def worker_messages(text: str) -> dict[str, dict[str, Any]]:
     """The worker's result/error lines among ncu's output, by workload id."""
     out: dict[str, dict[str, Any]] = {}
@@ -184,6 +197,7 @@ class NcuPass:
         ids: list[str] | None = None,
     ) -> None:
         self.suite, self.exe, self.proc = suite, find_ncu(), None
+        self.imported: list[str] | None = None  # what the worker imported of the worktree
         self.tmp = Path(tempfile.mkdtemp(prefix="kw-ncu-"))
         self.limit = 2 * suite.timing.timeout_seconds + 10 * max(workloads, 1)
         if self.exe is None:
@@ -226,6 +240,7 @@ class NcuPass:
                 self.proc.stdin.close()
         code = self._wait(check_stop)
         output = (self.tmp / "ncu-output.txt").read_text(errors="replace")
+        self.imported = worker_imports(output)
         status, reason = ncu.classify_failure(code, output)
         if code is None:
             status, reason = "failed", f"ncu did not finish within {self.limit:g} s"

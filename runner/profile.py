@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from runner import ncu, profile_reuse, timeline
-from runner.ncu_pass import LAUNCHES_PER_WORKLOAD, SECTIONS, NcuPass, profile_workloads
+from runner.ncu_pass import LAUNCHES_PER_WORKLOAD, SECTIONS, NcuPass
 from runner.profile_reuse import ProfileReuse, merge
 
 
@@ -45,6 +45,7 @@ class Profiling:
         every_one_partial = all(wid in self.partial for wid in self.planned)
         self.pattern = kernel_filter(stale) if every_one_partial else None
         self.started: NcuPass | None = None
+        self.imported: list[str] | None = None  # the worktree's Python its pass imported
         if start and self.planned:
             self.started = NcuPass(suite, len(self.planned), env, self.pattern)
 
@@ -64,7 +65,7 @@ class Profiling:
             wid = record.info["id"]
             record.ncu = self.whole.get(wid) or sections[wid]
             if self.reuse and wid in sections:
-                self.reuse.store(record.info, sections[wid])
+                self.reuse.store(record.info, sections[wid], self.imported)
             progress.advance(wid)
         counts = {s: sum(x["status"] == s for x in sections.values()) for s in ("ok", "failed")}
         partial = sum(wid in self.partial for wid in ids)
@@ -85,11 +86,10 @@ class Profiling:
         if not ids:
             self.close()
             return {}
-        if self.started is not None:
-            sections, self.started = self.started.finish(ids, log, check_stop), None
-        else:
-            sections = profile_workloads(self.suite, ids, self.env, log, check_stop,
-                                         kernel_regex=self.pattern)  # fmt: skip
+        started = self.started or NcuPass(self.suite, len(ids), self.env, self.pattern, ids=ids)
+        self.started = None
+        sections = started.finish(ids, log, check_stop)
+        self.imported = started.imported
         if self.pattern is None:
             return sections
         missed = []
@@ -102,7 +102,11 @@ class Profiling:
         if missed:
             log(f"ncu: the changed kernels of {len(missed)} workloads were not profiled by the "
                 "filtered pass; profiling them whole")  # fmt: skip
-            sections.update(profile_workloads(self.suite, missed, self.env, log, check_stop))
+            again = NcuPass(self.suite, len(missed), self.env, ids=missed)
+            sections.update(again.finish(missed, log, check_stop))
+            imported = self.imported
+            self.imported = None if imported is None or again.imported is None else sorted(
+                {*imported, *again.imported})  # fmt: skip
         return sections
 
     def close(self) -> None:

@@ -9,9 +9,12 @@ depends on, and reused while none of it changed:
 - the host: GPU (model and card), driver, CUDA runtime, CuPy, nvcc, ncu, Python, and the
   profile's own configuration (metrics, sections, launches, the runner's profiling code);
 - the workload: its listing entry (id, parameters, FLOPs, bytes) and seed;
-- the code around the kernels: every file of the commit except native sources (CUDA/C/C++:
-  NATIVE_SUFFIXES) and prose (documents, pictures: PROSE_SUFFIXES), by git's blob ids; a change
-  to the suite's Python, its configuration or its data re-profiles every workload;
+- the code around the kernels, by git's blob ids: the Python files of the commit that the
+  profile worker imported (runner.worker reports them: a commit that changes only the service's
+  Python, its tests or benchmarks in the same repository keeps every section) and every other
+  file but native sources (CUDA/C/C++: NATIVE_SUFFIXES) and prose (documents, pictures:
+  PROSE_SUFFIXES); a change to the suite's Python, its configuration or its data (or a file
+  added) re-profiles every workload;
 - the kernels it launched when it was profiled (ncu's function names): their code in the build
   outputs that define them (in a cubin, that kernel's own sections and the data every kernel
   may read, runner.cubin: a change to another kernel of the same file leaves it alone; in any
@@ -93,6 +96,10 @@ def tracked_files(worktree: Path) -> dict[str, str]:
 
 def is_native(path: str) -> bool:
     return Path(path).suffix.lower() in NATIVE_SUFFIXES
+
+
+def is_prose(path: str) -> bool:
+    return Path(path).suffix.lower() in PROSE_SUFFIXES
 
 
 class BuildOutputs:
@@ -205,15 +212,37 @@ class ProfileReuse:
         self.root = cache / "ncu-profiles"
         self.commit = commit
         files = tracked_files(worktree)
-        code = {p: blob for p, blob in files.items()
-                if not is_native(p) and Path(p).suffix.lower() not in PROSE_SUFFIXES}  # fmt: skip
+        self.code = {p: blob for p, blob in files.items()
+                     if not is_native(p) and not is_prose(p)}  # fmt: skip
         self.native = {p: (worktree / p).read_bytes() for p in files
                        if is_native(p) and (worktree / p).is_file()}  # fmt: skip
         self.outputs = BuildOutputs(build_dir)
         host = {k: environment.get(k) for k in ENVIRONMENT_KEYS}
         host["gpu_uuid"] = (environment.get("gpu") or {}).get("uuid")
         host["python"] = (environment.get("host") or {}).get("python")
-        self.context = _digest({"host": host, "config": config, "code": code})
+        self.context = _digest({"host": host, "config": config})
+
+    def code_of(self, imported: Iterable[str] | None) -> dict[str, str]:
+        """The commit's files a section depends on: every one but native sources and prose,
+        of the Python files only those the profile worker had imported (`imported`, paths in
+        the worktree; None: every one)."""
+        if imported is None:
+            return dict(self.code)
+        keep = set(imported)
+        return {p: b for p, b in self.code.items() if not p.endswith(".py") or p in keep}
+
+    def _same_code(self, stored: Any, every_python_file: bool) -> bool:
+        """Whether the files a stored section depends on are this commit's: its Python files
+        unchanged (with `every_python_file`, no Python file added either), and the other files
+        (data any Python may read, a new one too) all the same."""
+        if not isinstance(stored, dict):
+            return False
+        if every_python_file:
+            return stored == self.code
+        now = {p: b for p, b in self.code.items() if not p.endswith(".py")}
+        then = {p: b for p, b in stored.items() if not p.endswith(".py")}
+        python = all(self.code.get(p) == b for p, b in stored.items() if p.endswith(".py"))
+        return now == then and python
 
     def _folder(self, info: Mapping[str, Any]) -> Path:
         return self.root / _digest({"context": self.context, "workload": info})[:40]
@@ -233,6 +262,8 @@ class ProfileReuse:
                 section = dict(entry["section"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a torn or foreign file: never trusted
+            if not self._same_code(entry.get("code"), entry.get("imported") is not True):
+                continue  # the Python it ran or the data it may read changed: profile again
             if dependencies(kernels, self.outputs, self.native) == stored:
                 os.utime(path)  # recently used: kept longest
                 commit, when = str(entry.get("commit", "?")), entry.get("captured_at", "")
@@ -253,14 +284,23 @@ class ProfileReuse:
             return Found(section, stale, str(entry.get("commit", "")))
         return None
 
-    def store(self, info: Mapping[str, Any], section: Mapping[str, Any]) -> None:
-        """Keep a freshly profiled section (status ok, with kernels) for later commits."""
+    def store(
+        self,
+        info: Mapping[str, Any],
+        section: Mapping[str, Any],
+        imported: Iterable[str] | None = None,
+    ) -> None:
+        """Keep a freshly profiled section (status ok, with kernels) for later commits;
+        `imported`: the worktree's Python files the profile worker imported (None: unknown)."""
         if section.get("status") != "ok" or not section.get("kernels"):
             return
         kernels = [k["kernel"] for k in section["kernels"]]
         deps = dependencies(kernels, self.outputs, self.native)
+        code = self.code_of(imported)
         entry = {
             "kernels": kernels,
+            "code": code,
+            "imported": imported is not None,  # its Python files: those imported, else all
             "dependencies": deps,
             "data_dependencies": dependencies([], self.outputs, {}),
             "kernel_dependencies": {
@@ -272,7 +312,7 @@ class ProfileReuse:
         }
         folder = self._folder(info)
         folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{_digest(deps)[:40]}.json"
+        target = folder / f"{_digest({'deps': deps, 'code': code})[:40]}.json"
         with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as f:
             json.dump(entry, f)
         os.replace(f.name, target)  # whole or absent, also with two agents on one host

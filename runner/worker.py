@@ -312,8 +312,24 @@ def main(config_path: str) -> int:
             )
             protocol.out.flush()
             os._exit(3)  # no interpreter teardown: CuPy's frees would fail on the dead context
-    protocol.send(event="done")
+    protocol.send(event="done", files=imported_files(config["root"]))
     return 0
+
+
+def imported_files(root: str) -> list[str]:
+    """The Python files under `root` (the suite's worktree) that this process imported, as
+    paths in it: what its launches ran besides the kernels (runner.profile_reuse)."""
+    base = Path(root).resolve()
+    found = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not path or not str(path).endswith(".py"):
+            continue
+        try:
+            found.add(Path(path).resolve().relative_to(base).as_posix())
+        except ValueError:
+            continue  # outside the worktree: the host's packages
+    return sorted(found)
 
 
 def cuda_context_lost(device: str) -> str | None:

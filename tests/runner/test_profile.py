@@ -372,3 +372,30 @@ def test_a_pass_started_ahead_and_never_used_is_ended(
     with profiling:
         pass  # the run stopped before correctness ended
     assert proc is not None and proc.wait(timeout=5) != 0 and profiling.started is None
+
+
+def test_the_workers_imports_come_from_its_done_line() -> None:
+    output = "==PROF== x\n" + json.dumps({"event": "done", "files": ["a.py", "k/w.py"]}) + "\n"
+    assert ncu_pass.worker_imports(output) == ["a.py", "k/w.py"]
+    assert ncu_pass.worker_imports('{"event": "result", "id": "a"}\n') is None
+    assert ncu_pass.worker_imports('{"event": "done", "files": 3}\n') is None
+
+
+def test_the_worker_names_the_python_files_it_imported_from_the_worktree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from runner.worker import imported_files
+
+    (tmp_path / "kwpkg").mkdir()
+    (tmp_path / "kwpkg" / "__init__.py").write_text("")
+    (tmp_path / "kwpkg" / "mod.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import kwpkg.mod  # noqa: F401
+
+    try:
+        assert imported_files(str(tmp_path)) == ["kwpkg/__init__.py", "kwpkg/mod.py"]
+    finally:
+        sys.modules.pop("kwpkg.mod", None)
+        sys.modules.pop("kwpkg", None)

@@ -328,3 +328,23 @@ def test_merge_takes_the_changed_kernels_from_the_fresh_pass() -> None:
                                 "reused from commit dddddddddddd (code unchanged)")  # fmt: skip
     assert merge(found, {"status": "ok", "reason": "", "kernels": [kernel("ka", 9.0)]}) is None
     assert merge(found, {"status": "failed", "reason": "x", "kernels": []}) is None
+
+
+def test_python_the_worker_never_imported_is_no_dependency(tmp_path: Path, repo: Path) -> None:
+    out = first_build(tmp_path)
+    reuse(tmp_path, repo, out).store(INFO, SECTION, imported=["suite/workloads.py"])
+    commit(repo, {"service/app.py": "APP = 1\n", "tests/test_x.py": "def test(): pass\n"})
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))  # the service's code and tests
+    commit(repo, {"service/app.py": "APP = 2\n"})
+    assert whole(reuse(tmp_path, repo, out).lookup(INFO))
+    for path, text in (("data/table.json", "[1]\n"), ("suite/workloads.py", "N = 2048\n")):
+        changed = tmp_path / f"changed-{path.replace('/', '-')}"
+        subprocess.run(["git", "clone", "-q", str(repo), str(changed)], check=True)
+        commit(changed, {path: text})  # a data file added, or the imported Python changed
+        assert reuse(tmp_path, changed, out).lookup(INFO) is None, path
+
+
+def test_without_the_workers_imports_every_python_file_counts(tmp_path: Path, repo: Path) -> None:
+    out = stored(tmp_path, repo)  # imported: None
+    commit(repo, {"service/app.py": "APP = 1\n"})
+    assert reuse(tmp_path, repo, out).lookup(INFO) is None
