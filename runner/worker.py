@@ -387,10 +387,4 @@ def _nvtx(device: str) -> _NoRanges | _NvtxRanges:
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1])
-    # Every result is sent: end without the interpreter's teardown (CuPy's pools, CUPTI, the
-    # context freed object by object), 0.15-1.25 s a process on the H100, which the next
-    # phase's worker would wait for; the driver frees the context all at once.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    sys.exit(main(sys.argv[1]))
