@@ -32,6 +32,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 from sqlalchemy import select
@@ -232,61 +233,64 @@ def post_status(
     settings: Settings, status: CommitStatus, *, client: httpx.Client | None = None
 ) -> bool:
     """POST /repos/{owner}/{repo}/statuses/{sha}; True when GitHub took it."""
-    assert settings.github_token is not None
-    token = settings.github_token.get_secret_value().strip()
     url = f"{settings.github_api_url.rstrip('/')}/repos/{status.repository}/statuses/{status.sha}"
-    headers = {
-        "Accept": "application/vnd.github+json",
-        "Authorization": f"Bearer {token}",
-        "X-GitHub-Api-Version": API_VERSION,
-        "User-Agent": "kernelwatch",
-    }
-    where = f"{status.repository}@{status.sha[:12]} {status.context}"
-    own = client is None
+    where = f"status {status.repository}@{status.sha[:12]} {status.context}"
+    answer = github_request(settings, "POST", url, status.payload(), what=where, client=client)
+    if answer is None:
+        log.error("GitHub %s: gave up after %d attempts", where, len(RETRY_DELAYS) + 1)
+        return False
+    if answer.is_success:
+        log.info("GitHub %s: %s (%s)", where, status.state, answer.status_code)
+        return True
+    hint = " (check KERNELWATCH_GITHUB_TOKEN: it needs commit-status write access)"
+    log.error("GitHub %s: GitHub answered %d %s; status not posted%s", where, answer.status_code,
+              _redact(_github_message(answer), _token(settings)),
+              hint if answer.status_code in (401, 403, 404) else "")  # fmt: skip
+    return False
+
+
+def github_request(
+    settings: Settings,
+    method: str,
+    url: str,
+    payload: dict[str, Any],
+    *,
+    what: str,
+    client: httpx.Client | None = None,
+) -> httpx.Response | None:
+    """One call of GitHub's REST API with the service's token, tried again after each of
+    RETRY_DELAYS on a transport error or a 5xx answer; the last answer (None: none came).
+    `what` names the call in the log, which never shows the token."""
+    token = _token(settings)
+    headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
+               "X-GitHub-Api-Version": API_VERSION, "User-Agent": "kernelwatch"}  # fmt: skip
     http = client or httpx.Client(timeout=settings.github_timeout_seconds)
+    answer = None
     try:
         for attempt, delay in enumerate((0.0, *RETRY_DELAYS), start=1):
-            if delay:
-                time.sleep(delay)
-            last = attempt == len(RETRY_DELAYS) + 1
+            time.sleep(delay)
             try:
-                answer = http.post(url, json=status.payload(), headers=headers)
+                answer = http.request(method, url, json=payload, headers=headers)
             except httpx.TimeoutException:
-                log.warning("GitHub status %s: timed out (attempt %d)", where, attempt)
+                log.warning("GitHub %s: timed out (attempt %d)", what, attempt)
                 continue
             except httpx.TransportError as exc:
-                log.warning(
-                    "GitHub status %s: %s (attempt %d)", where, _redact(exc, token), attempt
-                )
+                log.warning("GitHub %s: %s (attempt %d)", what, _redact(exc, token), attempt)
                 continue
-            if answer.is_success:
-                log.info("GitHub status %s: %s (%s)", where, status.state, answer.status_code)
-                return True
+            if answer.status_code < 500 or attempt == len(RETRY_DELAYS) + 1:
+                return answer
             message = _redact(_github_message(answer), token)
-            if answer.status_code >= 500 and not last:
-                log.warning(
-                    "GitHub status %s: GitHub answered %d %s (attempt %d); retrying",
-                    where,
-                    answer.status_code,
-                    message,
-                    attempt,
-                )
-                continue
-            log.error(
-                "GitHub status %s: GitHub answered %d %s; status not posted%s",
-                where,
-                answer.status_code,
-                message,
-                " (check KERNELWATCH_GITHUB_TOKEN: it needs commit-status write access)"
-                if answer.status_code in (401, 403, 404)
-                else "",
-            )
-            return False
-        log.error("GitHub status %s: gave up after %d attempts", where, len(RETRY_DELAYS) + 1)
-        return False
+            log.warning("GitHub %s: GitHub answered %d %s (attempt %d); retrying", what,
+                        answer.status_code, message, attempt)  # fmt: skip
+        return answer
     finally:
-        if own:
+        if client is None:
             http.close()
+
+
+def _token(settings: Settings) -> str:
+    assert settings.github_token is not None
+    return settings.github_token.get_secret_value().strip()
 
 
 def _github_message(answer: httpx.Response) -> str:

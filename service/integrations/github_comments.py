@@ -6,7 +6,6 @@ the PR its comment, not the ingest."""
 from __future__ import annotations
 
 import logging
-import time
 
 import httpx
 from sqlalchemy import select
@@ -15,10 +14,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from dashboards.format import series_label
 from service.core.settings import Settings
 from service.integrations.github import (
-    API_VERSION,
-    RETRY_DELAYS,
     _github_message,
     _redact,
+    _token,
+    github_request,
     is_github_repository,
 )
 from service.models import Commit, PullRequest, Repository, Run, Series, Verdict
@@ -133,27 +132,10 @@ def _write(
 def _send(
     settings: Settings, method: str, url: str, body: str, client: httpx.Client | None
 ) -> httpx.Response | None:
-    """One request with retries on transport errors and 5xx; the last answer, or None."""
-    assert settings.github_token is not None
-    token = settings.github_token.get_secret_value().strip()
-    headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
-               "X-GitHub-Api-Version": API_VERSION, "User-Agent": "kernelwatch"}  # fmt: skip
-    http = client or httpx.Client(timeout=settings.github_timeout_seconds)
-    answer = None
-    try:
-        for delay in (0.0, *RETRY_DELAYS):
-            time.sleep(delay)
-            try:
-                answer = http.request(method, url, json={"body": body}, headers=headers)
-            except httpx.TransportError as exc:
-                log.warning("GitHub comment %s %s: %s", method, url, _redact(exc, token))
-                continue
-            if answer.status_code < 500:
-                break
-        if answer is not None and not answer.is_success and answer.status_code != 404:
-            log.error("GitHub comment %s %s: %d %s", method, url, answer.status_code,
-                      _redact(_github_message(answer), token))  # fmt: skip
-        return answer
-    finally:
-        if client is None:
-            http.close()
+    """One request (github_request's retries); the last answer, or None."""
+    answer = github_request(settings, method, url, {"body": body}, what=f"comment {method} {url}",
+                            client=client)  # fmt: skip
+    if answer is not None and not answer.is_success and answer.status_code != 404:
+        log.error("GitHub comment %s %s: %d %s", method, url, answer.status_code,
+                  _redact(_github_message(answer), _token(settings)))  # fmt: skip
+    return answer
