@@ -26,10 +26,10 @@ from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.models import Job, Repository, Runner
 from service.models.base import utcnow
+from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
 from service.store.ingest import ingest
 from service.store.jobs import claim, enqueue
-from service.store.runner_results import store_runner_document
 
 DEMO_RUNNER = "demo-h100"
 

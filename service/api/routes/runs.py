@@ -20,10 +20,10 @@ from service.core.errors import ApiError
 from service.integrations import github, github_comments
 from service.models import Commit, Repository, Result, Run
 from service.runs.follow_up import after_store
+from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
 from service.schemas.runs import RunPublic, RunStored
 from service.store.ingest import DocumentConflict, InvalidDocument, ingest
-from service.store.runner_results import store_runner_document
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
