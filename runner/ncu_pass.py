@@ -29,6 +29,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -284,29 +285,13 @@ class NcuPass:
                 with contextlib.suppress(OSError):
                     self.proc.stdin.close()
         self.proc = None
-        with contextlib.suppress(OSError):
-            for path in self.tmp.iterdir():
-                path.unlink()
-            self.tmp.rmdir()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def __enter__(self) -> NcuPass:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def profile_workloads(
-    suite: Any,
-    ids: list[str],
-    env: dict[str, str],
-    log: Callable[[str], None],
-    check_stop: Callable[[], None] = lambda: None,
-    kernel_regex: str | None = None,
-) -> dict[str, dict[str, Any]]:
-    """The ncu section of every workload in `ids`, from one bounded ncu pass started now (of
-    the launches of the kernels `kernel_regex` matches, where given)."""
-    return NcuPass(suite, len(ids), env, kernel_regex, ids=ids).finish(ids, log, check_stop)
 
 
 def _kill(proc: subprocess.Popen) -> None:

@@ -141,22 +141,6 @@ def capture_timelines(
         check_stop()
 
 
-def capture(
-    suite: Any,
-    records: list[Any],
-    env: dict[str, str],
-    progress: Any,
-    log: Callable[[str], None],
-    check_stop: Callable[[], None],
-    reuse: ProfileReuse | None = None,
-) -> None:
-    """Timelines, then ncu sections, of `records` (passing workloads) in one go, the pass
-    started now."""
-    capture_timelines(suite, records, env, progress, log, check_stop)
-    profiling = Profiling(suite, [r.info for r in records], env, reuse, start=False)
-    profiling.capture(records, progress, log, check_stop)
-
-
 def kernel_filter(kernels: list[str]) -> str | None:
     """ncu's --kernel-name regex (matched against the function name) for the launches of
     `kernels` (names as the export prints them), or None where one has no plain identifier."""

@@ -312,7 +312,9 @@ def main(config_path: str) -> int:
             )
             protocol.out.flush()
             os._exit(3)  # no interpreter teardown: CuPy's frees would fail on the dead context
-    protocol.send(event="done", files=imported_files(config["root"]))
+    # A profile's reuse depends on the worktree's Python this process ran (runner.profile_reuse)
+    files = imported_files(config["root"]) if config["mode"] == "profile" else []
+    protocol.send(event="done", files=files)
     return 0
 
 

@@ -118,13 +118,19 @@ def suite_for(tmp_path: Path) -> SimpleNamespace:
     )  # fmt: skip
 
 
+def one_pass(tmp_path: Path, ids: list[str], log, stop=lambda: None) -> dict:
+    """One ncu pass started and finished at once, over the workloads `ids`."""
+    started = ncu_pass.NcuPass(suite_for(tmp_path), len(ids), {}, ids=ids)
+    return started.finish(ids, log, stop)
+
+
 def test_refused_counters_make_every_section_unavailable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = 'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"\nexit 1\n'
     monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
     lines: list[str] = []
-    out = ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:2], {}, lines.append)
+    out = one_pass(tmp_path, IDS[:2], lines.append)
     for section in out.values():
         assert section["status"] == "unavailable"
         assert "ERR_NVGPUCTRPERM" in section["reason"] and section["kernels"] == []
@@ -133,7 +139,7 @@ def test_refused_counters_make_every_section_unavailable(
 
 def test_missing_ncu_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWATCH_NCU", str(tmp_path / "no-such-ncu"))
-    out = ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print)
+    out = one_pass(tmp_path, IDS[:1], print)
     assert out["gemm[a]"]["status"] == "unavailable"
     assert "not found" in out["gemm[a]"]["reason"]
 
@@ -159,7 +165,8 @@ esac
     )
     recs = [SimpleNamespace(info={"id": wid, "tags": []}, ncu=None, timeline=None) for wid in IDS]
     lines: list[str] = []
-    profile.capture(suite_for(tmp_path), recs, {}, progress, lines.append, lambda: None)
+    profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {}, start=False)
+    profiling.capture(recs, progress, lines.append, lambda: None)
     assert stages == [("ncu", len(IDS))]
     assert advanced == IDS
     assert all(r.ncu["status"] == "ok" for r in recs)
@@ -174,7 +181,7 @@ def test_a_stop_request_kills_the_pass(tmp_path: Path, monkeypatch: pytest.Monke
         raise KeyboardInterrupt("stop")
 
     with pytest.raises(KeyboardInterrupt):
-        ncu_pass.profile_workloads(suite_for(tmp_path), IDS[:1], {}, print, stop)
+        one_pass(tmp_path, IDS[:1], print, stop)
 
 
 # Two rows of a real export of this pass (H100, ncu 2025.3.1, --nvtx), 2026-11: the NVTX
@@ -253,8 +260,9 @@ esac
         recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None) for w in IDS]
         lines: list[str] = []
         reuse = ProfileReuse(tmp_path / "cache", repo, build, "a" * 40, HOST, {})
-        profile.capture(suite_for(tmp_path), recs, {}, QUIET, lines.append, lambda: None,
-                        reuse)  # fmt: skip
+        profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {}, reuse,
+                                      start=False)  # fmt: skip
+        profiling.capture(recs, QUIET, lines.append, lambda: None)
         runs.append((recs, lines, calls.read_text().count("--nvtx")))
     (first, first_lines, passes_1), (second, second_lines, passes_2) = runs
     assert passes_1 == passes_2 == 1  # the second run started no ncu pass
@@ -309,8 +317,9 @@ esac
         recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None) for w in ids]
         lines: list[str] = []
         reuse = ProfileReuse(tmp_path / "cache", repo, build, commit, HOST, {})
-        profile.capture(suite_for(tmp_path), recs, {}, QUIET, lines.append, lambda: None,
-                        reuse)  # fmt: skip
+        profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {}, reuse,
+                                      start=False)  # fmt: skip
+        profiling.capture(recs, QUIET, lines.append, lambda: None)
         runs.append((recs, lines))
     calls = (tmp_path / "calls").read_text().splitlines()
     assert len(calls) == 3 and "--kernel-name" not in calls[0] and "--kernel-name" not in calls[2]
