@@ -318,7 +318,7 @@ def how(gpu: str, shas: list, wanted: list) -> str:
         f"regression, of gemm_fwd 1024^3 and the training step, left open; it was pushed with "
         f"the commit before and the one after it, measured at the push's head only, confirmed "
         f"there and bisected (each tested commit against the last good one, interleaved, "
-        f"recorded as service.analysis.bisect asks for them). The other commits "
+        f"recorded as service.evaluation.bisect asks for them). The other commits "
         f"change comments and documentation only. For each regressed commit a confirmation was "
         f"also recorded offline with "
         f"runner.confirm.execute_confirmation (what a confirm job runs): its parent as base and "
@@ -331,7 +331,7 @@ def how(gpu: str, shas: list, wanted: list) -> str:
 
 
 def bisect(good: str, candidates: list, wanted: list, runs: list) -> None:
-    """Record what the service's bisection (service.analysis.bisect) will ask for: the middle
+    """Record what the service's bisection (service.evaluation.bisect) will ask for: the middle
     candidate against the last good commit, interleaved, until the first bad one is known."""
     while candidates:
         sha = candidates[(len(candidates) - 1) // 2]

@@ -23,14 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTATIONS = [
     (
         "a commit measured twice: the newer run is compared",
-        "service/analysis/baseline.py",
+        "service/evaluation/baseline.py",
         "key=lambda r: (position[r[2]], -r[0])",
         "key=lambda r: (position[r[2]], r[0])",
         "tests/service/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
     ),
     (
         "two runs at a commit: the newest wins in the commit's metrics",
-        "service/store/commit_metrics.py",
+        "service/evaluation/commit_metrics.py",
         ".order_by(Run.finished_at.desc(), Run.id.desc())",
         ".order_by(Run.finished_at.asc(), Run.id.asc())",
         "tests/service/test_rules.py::test_the_newest_run_of_a_suite_and_fingerprint_wins_in_the_"
@@ -38,7 +38,7 @@ MUTATIONS = [
     ),
     (
         "one confirmation of several alerts corrects for their number",
-        "service/analysis/alerts.py",
+        "service/evaluation/alerts.py",
         "if p <= CONFIRM_ALPHA / len(alerts) and",
         "if p <= CONFIRM_ALPHA and",
         "tests/service/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
@@ -54,7 +54,7 @@ MUTATIONS = [
     ),
     (
         "a regression found at a commit is a level shift",
-        "service/analysis/baseline.py",
+        "service/evaluation/baseline.py",
         '_SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}',
         "_SHIFT_VERDICTS: dict[str, str] = {}",
         "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"

@@ -29,9 +29,9 @@ import numpy as np
 from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import DBAPIError
 
-from service.analysis.stats import pack_samples, summarize
 from service.models import Base, Commit, Repository, Runner, Series
 from service.schemas.document import CommitIn, params_key
+from service.store.samples import pack_samples, summarize
 from service.store.workload_rows import series_identity
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "result-document.example.json"

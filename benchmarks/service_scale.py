@@ -8,7 +8,7 @@ per series per run, with raw samples), start `kernelwatch serve` as its own proc
 from this process with httpx: GET /api/v1/commits/{sha}/metrics, GET /api/v1/series (1,000
 points) and POST /api/v1/runs of whole result documents, sequentially and from 4 threads. The
 service answers a POST once the document is stored and analyses it a moment later (verdicts,
-alerts, change points: service.analysis.backlog); the last column says how fast documents were
+alerts, change points: service.evaluation.backlog); the last column says how fast documents were
 stored and analysed both, from the first post until the last one's analysis was done.
 Prints a Markdown table with PASS/FAIL against the targets of issue 2 item 8; exits 1 on a FAIL.
 """
@@ -229,7 +229,7 @@ def page_paths(rng: np.random.Generator, commits: int, n: int) -> dict[str, list
 def analysed_rate(base: str, docs: list[bytes], clients: int) -> tuple[float, float]:
     """Documents per second stored, and stored and analysed (verdicts, alerts, change points).
 
-    The service analyses after answering (service.analysis.backlog); runs are analysed in the
+    The service analyses after answering (service.evaluation.backlog); runs are analysed in the
     order they were stored, so the last document's commit says when the whole batch was done.
     """
     t0 = time.perf_counter()

@@ -302,7 +302,7 @@ def report(classes: list[ClassPools], tally: Tally) -> bool:
 
 
 def analyse(args: argparse.Namespace) -> int:
-    from service.analysis.baseline import K
+    from service.evaluation.baseline import K
 
     data = load(args.analyse)
     classes, dropped = pools(data)

@@ -20,10 +20,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards import DEMO_DIR
-from service.analysis.backlog import process_pending
 from service.core.db import create_db_engine
 from service.core.migrate import upgrade
 from service.core.settings import Settings
+from service.evaluation.backlog import process_pending
 from service.models import Job, Repository, Runner
 from service.models.base import utcnow
 from service.runs.runner_results import store_runner_document
@@ -91,7 +91,7 @@ def _document(bundle: Path, entry: dict[str, Any]) -> dict[str, Any]:
 
 def _push_job(factory: sessionmaker[Session], entry: dict[str, Any]) -> int:
     """The finished run job of a push of several commits whose head `entry` is: a regression
-    found at the head is bisected over them (service.analysis.bisect reads the job's payload)."""
+    found at the head is bisected over them (service.evaluation.bisect reads the job's payload)."""
     with factory() as session, session.begin():
         (job,) = enqueue(session, repository_id=_repository(session).id, sha=entry["commit"],
                          branch="main", label_sets=[{}], max_attempts=1,

@@ -1,10 +1,8 @@
-"""No import circles among our own modules, nor between our packages (docs/architecture.md).
+"""No import circles among our own modules, nor between our packages, and the service's
+packages import only what docs/architecture.md allows them.
 
 The import graph is read from the source (every import statement, those inside functions too:
-they tie two modules just the same), not from an import at run time. A circle of modules fails
-the test; so does a circle of packages, but for the one that issue 20's restructuring removes,
-which is listed below until then (and the test fails once it is gone, so that the list cannot
-outlive it).
+they tie two modules just the same), not from an import at run time.
 """
 
 from __future__ import annotations
@@ -15,7 +13,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("service", "runner", "kernels", "dashboards")
-KNOWN_PACKAGE_CIRCLES = {frozenset({"service.analysis", "service.store"})}
+# What each of the service's packages may import of ours (docs/architecture.md draws it): the
+# numerics nothing, the store no analysis, nothing below the routes a route or a page.
+ALLOWED = {
+    "service.core": set(),
+    "service.models": set(),
+    "service.analysis": set(),
+    "service.schemas": {"service.core", "service.models"},
+    "service.store": {"service.core", "service.models", "service.schemas"},
+    "service.evaluation": {
+        "service.analysis", "service.core", "service.models", "service.schemas", "service.store",
+    },
+    "service.runs": {
+        "service.core", "service.evaluation", "service.models", "service.schemas", "service.store",
+    },
+    "service.integrations": {
+        "dashboards", "service.analysis", "service.core", "service.evaluation", "service.models",
+        "service.schemas", "service.store",
+    },
+    "service.pages": {
+        "dashboards", "service.analysis", "service.core", "service.evaluation", "service.models",
+        "service.schemas", "service.store",
+    },
+}  # fmt: skip
 
 
 def modules() -> dict[str, Path]:
@@ -119,12 +139,36 @@ def test_no_module_imports_itself_through_others() -> None:
     assert circles(import_graph(modules())) == []
 
 
-def test_no_package_circle_but_the_one_issue_20_removes() -> None:
-    found = modules()
+def package_graph(found: dict[str, Path]) -> dict[str, set[str]]:
     packages: dict[str, set[str]] = defaultdict(set)
     for module, targets in import_graph(found).items():
         own = package_of(module, found)
         packages[own] |= {package_of(t, found) for t in targets} - {own}
-    found = set(circles(dict(packages)))
-    assert found - KNOWN_PACKAGE_CIRCLES == set(), "a new circle of packages"
-    assert KNOWN_PACKAGE_CIRCLES - found == set(), "gone: take it off KNOWN_PACKAGE_CIRCLES"
+    return dict(packages)
+
+
+def test_no_package_imports_itself_through_others() -> None:
+    assert circles(package_graph(modules())) == []
+
+
+def test_each_service_package_imports_only_what_it_may() -> None:
+    graph = package_graph(modules())
+    assert set(ALLOWED) <= set(graph), "a package of ALLOWED is gone: take it off"
+    wrong = {p: sorted(graph[p] - allowed) for p, allowed in ALLOWED.items() if graph[p] - allowed}
+    assert wrong == {}
+
+
+def test_the_numerics_hold_no_sql() -> None:
+    """service.analysis works on plain arrays: no SQLAlchemy, no session, no model."""
+    for path in sorted((ROOT / "service" / "analysis").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            assert not [n for n in names if n.split(".")[0] == "sqlalchemy"], path.name
+
+
+def test_the_contract_test_sees_a_wrong_import() -> None:
+    graph = package_graph(modules())
+    graph["service.store"] = graph["service.store"] | {"service.evaluation"}
+    assert circles(graph) != []

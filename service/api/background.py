@@ -9,9 +9,9 @@ import logging
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from service.analysis.backlog import backlog_ages, process_pending
 from service.core import telemetry
 from service.core.settings import Settings
+from service.evaluation.backlog import backlog_ages, process_pending
 from service.integrations import github, github_comments
 from service.models.base import utcnow
 from service.store.jobs import reap

@@ -13,12 +13,12 @@ from dashboards.format import fmt_value, params_label, series_label, short_sha
 from dashboards.model import ChangeBar, ShareRow, VerdictColumn
 from service.analysis.verdicts import Q
 from service.api.routes.alerts import alerts_public
+from service.evaluation.commit_metrics import commit_metrics, latest_runs
+from service.evaluation.compare import compare_commits
 from service.schemas.jobs import RunnerPublic
 from service.schemas.metrics import MetricPublic, WorkloadPublic
 from service.store import pages as store
-from service.store.commit_metrics import commit_metrics, latest_runs
 from service.store.commits import resolve_commit
-from service.store.compare import compare_commits
 from service.store.queries import jobs_public, repository_named
 
 MAX_BARS = 40

@@ -39,9 +39,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
-from service.analysis.evaluate import BROKEN_STATES
 from service.analysis.work import describe
 from service.core.settings import Settings
+from service.evaluation.evaluate import BROKEN_STATES
 from service.models import Commit, Repository, Run, RunWorkload, Series, Verdict, WorkVerdict
 
 log = logging.getLogger(__name__)

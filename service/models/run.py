@@ -30,7 +30,7 @@ class Run(Base):
             sqlite_where=text("change_points_at IS NULL"),
             postgresql_where=text("change_points_at IS NULL"),
         ),
-        # The pull requests waiting on a merge base (service.analysis.backlog), every analysis.
+        # The pull requests waiting on a merge base (service.evaluation.backlog), every analysis.
         Index(
             "ix_runs_merge_base",
             "repository_id",
@@ -63,7 +63,7 @@ class Run(Base):
     finished_at: Mapped[datetime]
     received_at: Mapped[datetime] = mapped_column(default=utcnow)
     # When the run's verdicts and alerts were decided, and when its series were re-segmented
-    # for change points; NULL while that waits (service.analysis.backlog, after the ingest).
+    # for change points; NULL while that waits (service.evaluation.backlog, after the ingest).
     analysed_at: Mapped[datetime | None]
     change_points_at: Mapped[datetime | None]
     # A pull request's run (service.models.pull_request): its number, the branch it targets and

@@ -1,5 +1,5 @@
 """Another tool's output arrives: read it, make it a result document, and store and judge that
-as any runner's document (service.store.ingest, then service.analysis.backlog)."""
+as any runner's document (service.store.ingest, then service.evaluation.backlog)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.analysis.backlog import analyse_run
+from service.evaluation.backlog import analyse_run
 from service.runs.imports import ImportedFile, ImportFileError, gbench, nvbench
 from service.runs.imports.document import run_id, to_document
 from service.schemas.document import RunDocument

@@ -13,9 +13,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.analysis import bisect
-from service.analysis.alerts import confirm
 from service.core.errors import ApiError
+from service.evaluation import bisect
+from service.evaluation.alerts import confirm
 from service.models import Job, Runner
 from service.schemas.document import RunDocument, RunnerIn
 from service.store.ingest import IngestOutcome, ingest

@@ -8,14 +8,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.analysis.backlog import series_pending
-from service.analysis.stats import unpack_samples
 from service.core.errors import ApiError
 from service.core.sql import among
 from service.models import ChangePoint, Commit, Repository, Result, Run, Series
 from service.schemas import metrics as m
 from service.schemas.document import params_key
 from service.store.commits import statistics_data
+from service.store.samples import unpack_samples
+from service.store.waiting import series_pending
 
 
 def series_public(series: Series, repository: str) -> m.SeriesPublic:

@@ -136,7 +136,7 @@ def _handle(
     else:
         commits = [push.head_commit or PushCommit(id=push.after)]
     # The push's commits, oldest first, ending at the head: a regression found at the head is
-    # bisected over them (service.analysis.bisect).
+    # bisected over them (service.evaluation.bisect).
     pushed = [c.id for c in push.commits if c.distinct][-MAX_PUSH_COMMITS:]
     push_commits = pushed if len(pushed) > 1 and pushed[-1] == push.after else []
     job_ids: list[int] = []

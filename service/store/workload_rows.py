@@ -16,7 +16,6 @@ import numpy as np
 from sqlalchemy import Row, func, select, text
 from sqlalchemy.orm import Session
 
-from service.analysis.stats import Summary, pack_samples, summarize
 from service.core.sql import dialect_insert
 from service.core.units import to_microseconds_factor
 from service.models import (
@@ -29,6 +28,7 @@ from service.models import (
 )
 from service.models.base import utcnow
 from service.schemas.document import RunDocument, TimingIn, WorkloadIn, params_key
+from service.store.samples import Summary, pack_samples, summarize
 
 
 class InvalidDocument(ValueError):

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from service.analysis.changepoints import update_change_points
+from service.evaluation.changepoints import update_change_points
 from service.models import Alert, Run
 from tests.dashboards.conftest import post_rich_history
 from tests.documents import document, post_history

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from sqlalchemy import delete, select
 
-from service.analysis.backlog import process_pending
 from service.core.db import session_factory
 from service.core.settings import Settings
+from service.evaluation.backlog import process_pending
 from service.models import ChangePoint, Run, Verdict
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, post_history, sha_for

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.analysis import causes as C
-from service.analysis.attribution import kernel_changes
+from service.evaluation.attribution import kernel_changes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "causes_h100"
 

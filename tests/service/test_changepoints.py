@@ -8,9 +8,10 @@ import httpx
 import numpy as np
 import pytest
 
-from service.analysis import changepoints, steps
+from service.analysis import steps
 from service.analysis.steps import detect
 from service.analysis.verdicts import class_floor
+from service.evaluation import changepoints
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer

@@ -155,7 +155,7 @@ def test_0007_splits_a_series_of_two_timing_methods_and_its_downgrade_merges_the
     from sqlalchemy import text
     from sqlalchemy.orm import sessionmaker
 
-    from service.analysis.backlog import analyse_run
+    from service.evaluation.backlog import analyse_run
     from service.schemas.document import RunDocument
     from service.store.ingest import ingest
     from tests.documents import document

@@ -7,9 +7,9 @@ from typing import Literal
 from fastapi import APIRouter, Query
 from sqlalchemy import select
 
-from service.analysis.alerts import triage
 from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
+from service.evaluation.alerts import triage
 from service.models import Alert, AlertEvent, Commit, Repository, Series
 from service.schemas.alerts import AlertEventPublic, AlertPatch, AlertPublic
 from service.store.queries import repository_named

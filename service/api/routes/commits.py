@@ -6,8 +6,8 @@ import orjson
 from fastapi import APIRouter, Query, Response
 
 from service.api.deps import SessionDep
+from service.evaluation.commit_metrics import commit_metrics_data
 from service.schemas.metrics import CommitMetrics
-from service.store.commit_metrics import commit_metrics_data
 from service.store.commits import resolve_commit
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])

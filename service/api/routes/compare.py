@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from service.api.deps import SessionDep
+from service.evaluation.compare import compare_commits
 from service.schemas.alerts import ComparisonPublic
-from service.store.compare import compare_commits
 
 router = APIRouter(prefix="/api/v1/compare", tags=["compare"])
 

@@ -11,12 +11,12 @@ from pydantic import ValidationError
 from sqlalchemy import func, select
 from starlette.concurrency import run_in_threadpool
 
-from service.analysis.backlog import analyse_run
 from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core import failpoints, telemetry
 from service.core.errors import ApiError
+from service.evaluation.backlog import analyse_run
 from service.integrations import github, github_comments
 from service.models import Commit, Repository, Result, Run
 from service.runs.follow_up import after_store

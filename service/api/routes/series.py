@@ -10,9 +10,9 @@ from fastapi import APIRouter, Query
 from service.api.body import check_depth, too_deep
 from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
+from service.evaluation.work_history import work_history
 from service.schemas.metrics import SeriesHistory, WorkHistory
 from service.store.series import default_branch, find_series, history
-from service.store.work import work_history
 
 router = APIRouter(prefix="/api/v1/series", tags=["series"])
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.stats import unpack_samples
 from service.analysis.verdicts import Q, rank_test_p_values
 from service.core.errors import ApiError
+from service.evaluation.commit_metrics import latest_runs
 from service.models import Commit, Result, Series
 from service.schemas.alerts import CompareRow, ComparisonPublic
-from service.store.commit_metrics import latest_runs
 from service.store.commits import resolve_commit
+from service.store.samples import unpack_samples
 from service.store.series import series_public
 
 

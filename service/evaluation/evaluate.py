@@ -5,20 +5,21 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.baseline import Baseline, ancestry, baselines
 from service.analysis.segments import describe
-from service.analysis.stats import unpack_samples
 from service.analysis.verdicts import Candidate, compare_many, decide
-from service.analysis.work_verdicts import judge_work
 from service.core.sql import among
+from service.evaluation.baseline import Baseline, baselines
+from service.evaluation.work_verdicts import judge_work
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
+from service.store.ancestry import ancestry
+from service.store.samples import unpack_samples
 
 BROKEN_STATES = ("correctness_failed", "failed", "timeout", "crashed")
 
 
 def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     """The run's verdicts, replacing any it had (a run is analysed again when a commit of its
-    ancestry arrives after it: service.analysis.backlog)."""
+    ancestry arrives after it: service.evaluation.backlog)."""
     session.execute(delete(Verdict).where(Verdict.run_id == run.id))
     head = session.get(Commit, run.commit_id)
     assert head is not None

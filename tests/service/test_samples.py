@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from service.analysis.stats import summarize
+from service.store.samples import summarize
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 30, 101, 2000])

@@ -10,11 +10,10 @@ from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis import bisect
-from service.analysis.attribution import attribute
-from service.analysis.baseline import ancestry
-from service.analysis.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.analysis.verdicts import class_floor
+from service.evaluation import bisect
+from service.evaluation.attribution import attribute
+from service.evaluation.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.models import (
     Alert,
     AlertEvent,
@@ -31,6 +30,7 @@ from service.models import (
 from service.models.base import utcnow
 from service.store import jobs as queue
 from service.store import notifications
+from service.store.ancestry import ancestry
 
 ACTIVE = ("suspected", "open", "acknowledged")
 

@@ -10,7 +10,6 @@ import orjson
 from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session, aliased
 
-from service.analysis.baseline import ancestry, nearest_results
 from service.analysis.work import WORK_COUNTERS, describe
 from service.core.sql import among
 from service.models import (
@@ -28,6 +27,7 @@ from service.models import (
     WorkVerdict,
 )
 from service.schemas import metrics as m
+from service.store.ancestry import ancestry, nearest_results
 from service.store.commits import commit_public, statistics_data
 
 

@@ -16,8 +16,8 @@ from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.analysis.verdicts import class_floor
+from service.evaluation.paired import CONFIRM_ALPHA, commit_sha, series_samples
 from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series
 from service.schemas.document import RunDocument
 from service.store import jobs as queue

@@ -25,17 +25,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, exists, func, or_, select, update
+from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.analysis.alerts import notify_broken, update_alerts
-from service.analysis.changepoints import Segmented, update_change_points
-from service.analysis.evaluate import evaluate_run
 from service.core.db import one_writer
-from service.models import Commit, Result, Run, Series
+from service.evaluation.alerts import notify_broken, update_alerts
+from service.evaluation.changepoints import Segmented, update_change_points
+from service.evaluation.evaluate import evaluate_run
+from service.models import Commit, Result, Run
 from service.models.base import utcnow
+from service.store.waiting import BATCH, waiting_runs
 
-BATCH = 500
 CONFIRM_ATTEMPTS = 3
 # Verdicts decided in one go (late arrivals put runs back; the rest waits for the next turn).
 MAX_ANALYSES = 4 * BATCH
@@ -45,26 +45,6 @@ MAX_ANALYSES = 4 * BATCH
 class Worked:
     analysed: list[str]  # run ids (the documents' own) whose verdicts were decided
     segmented: int  # runs taken off the change-point backlog
-
-
-def waiting_runs(session: Session, column: ColumnElement) -> list[int]:
-    """Up to BATCH runs still waiting for the step `column` records, oldest first."""
-    query = select(Run.id).where(column.is_(None)).order_by(Run.id).limit(BATCH)
-    return list(session.scalars(query))
-
-
-def series_pending(session: Session, series_id: int, branch: str | None = None) -> bool:
-    """Whether a stored run of the series' repository (on this branch) still waits for change
-    points: a run that did not measure the series counts too. Cheap whatever the history
-    holds: the backlog's few rows come from their partial index, then by primary key."""
-    waiting = waiting_runs(session, Run.change_points_at)
-    if not waiting:
-        return False
-    repository = select(Series.repository_id).where(Series.id == series_id).scalar_subquery()
-    query = exists().where(Run.id.in_(waiting), Run.repository_id == repository)
-    if branch is not None:
-        query = query.where(Run.branch == branch)
-    return bool(session.scalar(select(query)))
 
 
 def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datetime | None]:

@@ -7,7 +7,7 @@ commits that a force push removed from the branch and trust committer clocks; th
 runner read from git does neither, and without one `ancestry` falls back to the branch's runs by
 time anyway. Detection itself is `service.analysis.steps.detect`.
 
-Ingest. Shortly after a run is stored (service.analysis.backlog, which lets a burst of runs
+Ingest. Shortly after a run is stored (service.evaluation.backlog, which lets a burst of runs
 on one branch cost one re-segmentation), the series the run measured are re-segmented over
 their newest MAX_POINTS ancestry commits, or further back when other runs of the same burst sit
 there (`reach`: a burst of 120 commits is segmented once over all of them), and their stored
@@ -28,11 +28,11 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.baseline import MAX_ANCESTRY, ancestry
 from service.analysis.steps import MIN_SIZE, Shift, detect
 from service.core.sql import dialect_insert
 from service.models import ChangePoint, Commit, Result, Run
 from service.models.base import utcnow
+from service.store.ancestry import MAX_ANCESTRY, ancestry
 
 __all__ = ["Segmented", "Shift", "detect", "update_change_points"]
 
@@ -74,7 +74,7 @@ def _window_length(line: list[int], reach: Collection[int]) -> int:
 @dataclass(frozen=True)
 class Segmented:
     """What one re-segmentation covered: a run whose commit is in `window` and whose series are
-    all in `series` needs no re-segmentation of its own (service.analysis.backlog)."""
+    all in `series` needs no re-segmentation of its own (service.evaluation.backlog)."""
 
     written: int
     window: frozenset[int]
