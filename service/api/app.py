@@ -25,7 +25,6 @@ from service.api.routes import (
     health,
     imports,
     jobs,
-    pages,
     prometheus,
     runners,
     runs,
@@ -38,11 +37,16 @@ from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
 from service.core.telemetry import HttpMetrics
 from service.integrations import notify
-from service.pages import pulls
+from service.pages import alerts as alerts_page
+from service.pages import commit as commit_page
+from service.pages import compare as compare_page
+from service.pages import overview, pulls, trends, vendor
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
 DOCS_ASSETS = "/static/docs"
+# Each page module routes its page and the page's JSON twin (vendor: plotly.js for them).
+PAGES = (vendor, overview, trends, commit_page, compare_page, alerts_page, pulls)
 
 
 def create_app(settings: Settings | None = None, *, migrate: bool | None = None) -> FastAPI:
@@ -105,7 +109,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         compare,
         alerts,
     )
-    for module in (*routers, pages, pulls):
+    for module in (*routers, *PAGES):
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Literal
 
-import orjson
 from fastapi import APIRouter, Query, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -18,7 +16,7 @@ from sqlalchemy.orm import Session
 from service.core.deps import SessionDep
 from service.models import Commit, PullRequest, Repository, Run, Verdict
 from service.models.pull_request import pull_branch
-from service.pages.render import render
+from service.pages.render import json_twin, render
 
 router = APIRouter(tags=["pages"])
 PullState = Literal["open", "closed", "merged", "all"]
@@ -90,7 +88,7 @@ def pulls_json(
 ) -> Response:
     """The pull requests page's data."""
     data = pulls_data(session, repository, state, limit)
-    return Response(orjson.dumps(data, default=jsonable_encoder), media_type="application/json")
+    return json_twin(data)
 
 
 @router.get("/pulls", response_class=HTMLResponse, include_in_schema=False)

@@ -1,24 +1,33 @@
-"""The trends page: which series the URL chooses, their histories, markers and CSV."""
+"""The trends page (/trends, /trends.json, /trends.csv): one metric of the chosen series along a
+branch; which series the URL chooses, their histories, markers and CSV."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import orjson
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, Response
+from pydantic import Field
 from sqlalchemy.orm import Session
 
+from dashboards.figures import trend_figure
 from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
+from service.core.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
+from service.pages.render import html_page, json_twin
 from service.store import pages as store
 from service.store.queries import repository_named
 from service.store.series import histories_data
 
+router = APIRouter(tags=["pages"])
 MAX_LINES = 8
 MIN_POINTS = 2
 
@@ -207,3 +216,72 @@ def trend_csv(histories: list[dict[str, Any]]) -> str:
 
 def _params(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+def trend_query(
+    repository: str | None = None,
+    branch: str | None = None,
+    metric: str = Query("duration", max_length=200),
+    workload: list[str] = Query([], description="repeatable; default: every workload"),
+    kernel: list[str] = Query([], description="repeatable; default: every kernel"),
+    fingerprint: str | None = None,
+    series: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Query(
+        [], description="repeatable series ids; overrides the filters"
+    ),
+    points: int = Query(200, ge=2, le=1000, description="newest commits per series"),
+    log: bool = Query(False, description="logarithmic y axis"),
+) -> TrendQuery:
+    return TrendQuery(
+        repository=repository or None,
+        branch=branch or None,
+        metric=metric,
+        workload=[w for w in workload if w],
+        kernel=[k for k in kernel if k],
+        fingerprint=fingerprint or None,
+        series=series,
+        points=points,
+        log=log,
+    )
+
+
+TrendQueryDep = Annotated[TrendQuery, Depends(trend_query)]
+
+
+@router.get("/trends.json")
+def trends_json(session: SessionDep, q: TrendQueryDep) -> Response:
+    """The trends page's data: the resolved choices and each chosen series' history."""
+    return json_twin(trend_view(session, q).data)
+
+
+@router.get("/trends.csv", response_class=Response)
+def trends_csv(session: SessionDep, q: TrendQueryDep) -> Response:
+    """The trends page's points as CSV, one row per series and commit."""
+    view = trend_view(session, q)
+    name = f"kernelwatch-{q.repository or 'none'}-{q.branch or 'none'}-{q.metric}"
+    # A header is latin-1 and the name is quoted: anything else in a branch or metric becomes _.
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    return Response(
+        trend_csv(view.histories),
+        media_type="text/csv; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+    )
+
+
+@router.get("/trends", response_class=HTMLResponse, include_in_schema=False)
+def trends_page(request: Request, session: SessionDep, q: TrendQueryDep) -> HTMLResponse:
+    """Trends: one metric of the chosen series along a branch."""
+
+    def build() -> dict[str, Any]:
+        view = trend_view(session, q)
+        drawable = view.data["message"] is None
+        figures = {"trend": trend_figure(view.lines, metric=q.metric, log_y=q.log)}
+        return {
+            "title": "Trends",
+            "json_url": f"/trends.json?{q.query_string()}",
+            "csv_url": f"/trends.csv?{q.query_string()}",
+            "q": q,
+            "data": view.data,
+            "figures": figures if drawable else {},
+        }
+
+    return html_page(request, "trends.html", build)

@@ -1,59 +1,31 @@
-"""What the overview, commit, compare and alerts pages show: one dict per page, which is also
-the page's JSON twin, plus the plain data its figures are built from."""
+"""The commit page (/commits/{sha} and its twin /commits/{sha}.json): every workload and kernel
+measured at a commit, with throughput against the device's peak and the alerts it touched."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from dashboards.devices import DevicePeak, achieved, device_peak
-from dashboards.figures import breakdown_figure, change_figure, verdict_history_figure
-from dashboards.format import fmt_value, params_label, series_label, short_sha
-from dashboards.model import ChangeBar, ShareRow, VerdictColumn
-from service.analysis.verdicts import Q
-from service.api.routes.alerts import alerts_public
+from dashboards.figures import breakdown_figure, change_figure
+from dashboards.format import fmt_value, params_label, series_label
+from dashboards.model import ChangeBar, ShareRow
+from service.core.deps import SessionDep
 from service.evaluation.commit_metrics import commit_metrics, latest_runs
-from service.evaluation.compare import compare_commits
-from service.schemas.jobs import RunnerPublic
+from service.pages.render import html_page, json_twin
 from service.schemas.metrics import MetricPublic, WorkloadPublic
 from service.store import pages as store
+from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
-from service.store.queries import jobs_public, repository_named
 
+router = APIRouter(tags=["pages"])
 MAX_BARS = 40
 
 
-def overview(session: Session) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Repositories and branches, recent runs, active alerts, runners and the queue."""
-    runs = store.recent_runs(session)
-    counts, jobs = store.queue(session)
-    alerts = alerts_public(session, store.active_alerts(session))
-    data = {
-        "branches": [vars(b) for b in store.branches(session)],
-        "branch_window": store.BRANCH_WINDOW,
-        "recent_runs": [vars(r) for r in runs],
-        "alerts": [a.model_dump(mode="json") for a in alerts],
-        "runners": [RunnerPublic.of(r).model_dump(mode="json") for r in store.runners(session)],
-        "queue": {
-            "counts": counts,
-            "jobs": [j.model_dump(mode="json") for j in jobs_public(session, jobs)],
-        },
-    }
-    figures = {}
-    if runs:
-        columns, seen = [], set()
-        for r in reversed(runs):
-            label = short_sha(r.sha)[:7]
-            while label in seen:  # a category axis would merge two runs of one commit
-                label += "·"
-            seen.add(label)
-            columns.append(VerdictColumn(sha=r.sha, label=label, counts=r.verdicts))
-        figures["verdicts"] = verdict_history_figure(columns)
-    return data, figures
-
-
-def commit_page(
+def commit_data(
     session: Session, sha: str, repository: str | None, branch: str | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Everything at one commit, with throughput against the device's peak per timed launch."""
@@ -183,58 +155,33 @@ def _run_detail(run: Any, peak: Any) -> dict[str, Any]:
     }
 
 
-def compare_page(
-    session: Session, base: str | None, head: str | None, repository: str | None
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Two commits side by side; without both, suggestions of recent commits."""
-    if not base or not head:
-        repo_id = repository_named(session, repository).id if repository else None
-        recent = store.recent_commits(session, repo_id)
-        return {"base": base, "head": head, "suggestions": recent, "comparison": None}, {}
-    comparison = compare_commits(session, base, head, repository)
-    bars = [
-        ChangeBar(
-            series_label(r.series.workload, r.series.params, r.series.kernel),
-            r.change,
-            ("regressed" if r.change > 0 else "improved") if r.significant else "unchanged",
-            f"{fmt_value(r.base_median, r.series.unit)} → {fmt_value(r.head_median, r.series.unit)}"
-            f" · q={r.q_value:.2g}",
-        )
-        for r in comparison.rows[:MAX_BARS]
-    ]
-    data = {
-        "base": base,
-        "head": head,
-        "q_threshold": Q,
-        "comparison": comparison.model_dump(mode="json"),
-    }
-    title = f"{short_sha(comparison.base)} → {short_sha(comparison.head)}"
-    return data, ({"changes": change_figure(bars, title=title)} if bars else {})
+# The twin before the page: /commits/{sha} would otherwise match abc.json.
+@router.get("/commits/{sha}.json")
+def commit_json(
+    sha: str, session: SessionDep, repository: str | None = None, branch: str | None = None
+) -> Response:
+    """The commit page's data: the commit's metrics, derived rows and its runs' details."""
+    return json_twin(commit_data(session, sha, repository, branch)[0])
 
 
-def alerts_page(
-    session: Session,
-    states: list[str],
-    repository: str | None,
-    limit: int,
-    fallback: bool = False,
-) -> dict[str, Any]:
-    """The alerts in `states`, newest first. With `fallback` (no state asked for) and none that
-    needs attention, the newest of any state instead, saying so: the page is never blank while
-    kernelwatch has found something."""
-    repo_id = repository_named(session, repository).id if repository else None
-    found = store.alerts(session, states, repo_id, limit)
-    notice = None
-    if fallback and not found:
-        found = store.alerts(session, [], repo_id, limit)
-        if found:
-            states = []
-            notice = ("Nothing needs attention: no alert is suspected, open or acknowledged. "
-                      "The most recent alerts of any state:")  # fmt: skip
-    alerts = alerts_public(session, found, events=True)
-    return {
-        "states": states,
-        "repository": repository,
-        "notice": notice,
-        "alerts": [a.model_dump(mode="json") for a in alerts],
-    }
+@router.get("/commits/{sha}", response_class=HTMLResponse, include_in_schema=False)
+def commit_page(
+    request: Request,
+    sha: str,
+    session: SessionDep,
+    repository: str | None = None,
+    branch: str | None = None,
+) -> HTMLResponse:
+    """Commit: every workload and kernel measured at a commit."""
+
+    def build() -> dict[str, Any]:
+        data, figures = commit_data(session, sha, repository, branch)
+        suffix = request.url.query
+        return {
+            "title": f"Commit {sha[:10]}",
+            "json_url": f"/commits/{sha}.json" + (f"?{suffix}" if suffix else ""),
+            "data": data,
+            "figures": figures,
+        }
+
+    return html_page(request, "commit.html", build)
