@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import time
-from functools import partial
 
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from sqlalchemy import func, select
-from starlette.concurrency import run_in_threadpool
 
 from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
-from service.core import failpoints, telemetry
+from service.core import telemetry
 from service.core.errors import ApiError
-from service.evaluation.backlog import analyse_run
 from service.integrations import github, github_comments
 from service.models import Commit, Repository, Result, Run
-from service.runs.follow_up import after_store
-from service.runs.runner_results import store_runner_document
-from service.schemas.document import RunDocument
+from service.runs.arrival import receive
 from service.schemas.runs import RunPublic, RunStored
-from service.store.ingest import DocumentConflict, InvalidDocument, ingest
+from service.store.ingest import DocumentConflict, InvalidDocument
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -54,22 +49,19 @@ async def post_run(
     started = time.perf_counter()
     body = await read_body(request, settings.max_body_bytes)
     raw, digest = parse_document(body)
+    runner_id = None
+    if not caller.admin:
+        assert caller.runner_id is not None
+        runner_id = caller.runner_id
     try:
-        doc = RunDocument.model_validate(raw)
+        arrival = await receive(factory, settings, raw, digest, runner_id)
     except ValidationError as exc:
         return validation_response(list(exc.errors()), "document")
-    try:
-        if caller.admin:
-            outcome = await run_in_threadpool(partial(ingest, factory, doc, raw, digest=digest))
-        else:
-            assert caller.runner_id is not None
-            outcome = await run_in_threadpool(
-                store_runner_document, factory, doc, raw, caller.runner_id, digest
-            )
     except DocumentConflict as exc:
         raise ApiError(409, str(exc)) from exc
     except InvalidDocument as exc:
         raise ApiError(422, f"invalid document: {exc}") from exc
+    outcome = arrival.outcome
     body = RunStored(
         run_id=outcome.run_id,
         stored=outcome.stored,
@@ -83,20 +75,11 @@ async def post_run(
     )
     telemetry.RUNS_INGESTED.labels("stored" if outcome.stored else "duplicate").inc()
     telemetry.INGEST_SECONDS.observe(time.perf_counter() - started)
-    if outcome.stored:
-        await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
+    if arrival.judged and github.enabled(settings):
+        # After the answer: the runner never waits on GitHub, nor fails because of it.
+        background.add_task(github.report_run, factory, settings, outcome.run_id)
+        background.add_task(github_comments.report_pull_request, factory, settings, outcome.run_id)
     if outcome.stored and outcome.pk is not None:
-        if doc.pull_request is not None:  # a branch's own run sets nothing else going
-            await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
-        if settings.analyse_in_request:
-            analysed = await run_in_threadpool(analyse_run, factory, outcome.pk)
-            # None: the background worker claimed the run first, and it reports it itself.
-            if analysed is not None and github.enabled(settings):
-                # After the answer: the runner never waits on GitHub, nor fails because of it.
-                background.add_task(github.report_run, factory, settings, outcome.run_id)
-                background.add_task(
-                    github_comments.report_pull_request, factory, settings, outcome.run_id
-                )
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())

@@ -1,0 +1,61 @@
+"""A result document arrives over the API: validated, stored, then what a stored run sets going.
+
+The one place that decides what happens to a posted run, in this order: the document is
+validated (the route answers a pydantic error as 422); stored, as the admin's or under the job
+lease of the runner that sends it (runner_results); a pull request's run asks for its merge
+base (follow_up); and, where the service judges in the request, judged at once (otherwise the
+analysis worker claims it). The route answers with the outcome and, after answering, reports a
+judged run to GitHub and wakes the analysis worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.concurrency import run_in_threadpool
+
+from service.core import failpoints
+from service.core.settings import Settings
+from service.evaluation.backlog import analyse_run
+from service.runs.follow_up import after_store
+from service.runs.runner_results import store_runner_document
+from service.schemas.document import RunDocument
+from service.store.ingest import IngestOutcome, ingest
+
+
+@dataclass(frozen=True)
+class Arrival:
+    outcome: IngestOutcome
+    judged: bool  # judged in the request, by this process: it reports the verdicts itself
+
+
+async def receive(
+    factory: sessionmaker[Session],
+    settings: Settings,
+    raw: Any,
+    digest: str,
+    runner_id: int | None,
+) -> Arrival:
+    """Validate, store and (where the settings say so) judge one posted document; a runner's
+    (`runner_id`) only under its job's lease. Raises pydantic's ValidationError, and the
+    store's DocumentConflict and InvalidDocument."""
+    doc = RunDocument.model_validate(raw)
+    if runner_id is None:
+        outcome = await run_in_threadpool(partial(ingest, factory, doc, raw, digest=digest))
+    else:
+        outcome = await run_in_threadpool(
+            store_runner_document, factory, doc, raw, runner_id, digest
+        )
+    if not outcome.stored or outcome.pk is None:
+        return Arrival(outcome, judged=False)
+    await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
+    if doc.pull_request is not None:  # a branch's own run sets nothing else going
+        await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
+    judged = False
+    if settings.analyse_in_request:
+        # None: the background worker claimed the run first, and it reports it itself.
+        judged = await run_in_threadpool(analyse_run, factory, outcome.pk) is not None
+    return Arrival(outcome, judged)
