@@ -143,28 +143,22 @@ def _points(
     session: Session, found: dict[int, tuple[int, int, float, int]]
 ) -> dict[int, BaselinePoint]:
     """(result id, commit id, median, run id) per result as baseline points. A handful of
-    commits and runs stand behind hundreds of baselines: each is read once (joined per row,
-    converting the same commit time 200 times cost 10 ms)."""
+    runs stand behind hundreds of baselines: each is read once, with its commit (joined per
+    result row, converting the same commit time 200 times cost 10 ms)."""
     if not found:
         return {}
-    commits = {
-        cid: (sha, at)
-        for cid, sha, at in session.execute(
-            select(Commit.id, Commit.sha, Commit.committed_at).where(
-                among(session, Commit.id, {cid for _, cid, _, _ in found.values()})
-            )
+    # One statement: a baseline's run names its commit.
+    runs = {
+        run_id: (uuid, sha, at)
+        for run_id, uuid, sha, at in session.execute(
+            select(Run.id, Run.run_uuid, Commit.sha, Commit.committed_at)
+            .join(Commit, Commit.id == Run.commit_id)
+            .where(among(session, Run.id, {run_id for _, _, _, run_id in found.values()}))
         )
     }
-    runs = dict(
-        session.execute(
-            select(Run.id, Run.run_uuid).where(
-                among(session, Run.id, {run_id for _, _, _, run_id in found.values()})
-            )
-        ).all()
-    )
     return {
-        rid: BaselinePoint(median, commits[cid][1], commits[cid][0], runs[run_id])
-        for rid, (_, cid, median, run_id) in found.items()
+        rid: BaselinePoint(median, runs[run_id][2], runs[run_id][1], runs[run_id][0])
+        for rid, (_, _, median, run_id) in found.items()
     }
 
 
@@ -188,6 +182,10 @@ _WORKLOAD = [
     RunWorkload.kernels, RunWorkload.status, RunWorkload.error, RunWorkload.flops,
     RunWorkload.bytes_moved, RunWorkload.timeline_source, RunWorkload.timeline_note,
     RunWorkload.ncu_status, RunWorkload.ncu_note,
+]  # fmt: skip
+_WORK = [
+    WorkVerdict.run_workload_id, WorkVerdict.kernel, WorkVerdict.counter, WorkVerdict.value,
+    WorkVerdict.base_value, WorkVerdict.change, WorkVerdict.verdict,
 ]  # fmt: skip
 _CORRECTNESS = [
     CorrectnessOutcome.passed, CorrectnessOutcome.error_norm, CorrectnessOutcome.tolerance,
@@ -302,10 +300,8 @@ def commit_metrics_data(
             ncu_metrics, ncu_findings = orjson.Fragment(ncu_metrics), orjson.Fragment(ncu_findings)
         ncu[wl_id][kernel] = (ncu_metrics, ncu_findings)
     work: dict[int, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for wv in session.scalars(
-        select(WorkVerdict)
-        .where(WorkVerdict.run_workload_id.in_(wl_query))
-        .order_by(WorkVerdict.id)
+    for wv in session.execute(
+        select(*_WORK).where(WorkVerdict.run_workload_id.in_(wl_query)).order_by(WorkVerdict.id)
     ):
         work[wv.run_workload_id][wv.kernel].append(work_public(wv))
     timeline: dict[int, list[dict[str, Any]]] = defaultdict(list)
@@ -447,7 +443,7 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def work_public(wv: WorkVerdict) -> dict[str, Any]:
+def work_public(wv: WorkVerdict | Row[Any]) -> dict[str, Any]:
     note = describe(wv.counter, wv.change) if wv.verdict == "changed" else ""
     label = WORK_COUNTERS.get(wv.counter, (wv.counter, 0.0))[0]
     return {"counter": wv.counter, "label": label, "value": wv.value,

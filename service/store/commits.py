@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from sqlalchemy import Row, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from service.core.errors import ApiError
 from service.models import (
@@ -25,8 +25,11 @@ def resolve_commit(session: Session, sha: str, repository: str | None) -> tuple[
     if not _HEX.match(prefix):
         raise ApiError(400, f"{sha[:50]!r} is not a commit sha: give 4 to 40 hex digits")
     # A range on the sha index instead of LIKE: 'g' sorts after every hex digit.
+    # Without the ancestry (up to 1,000 shas of JSON): a read of the commit seldom needs it,
+    # and touching it loads it then.
     query = (
         select(Commit, Repository.name)
+        .options(defer(Commit.ancestors))
         .join(Repository, Repository.id == Commit.repository_id)
         .where(Commit.sha >= prefix, Commit.sha < prefix + "g")
         .order_by(Commit.sha)
