@@ -77,8 +77,8 @@ def make_repository(repo: Path) -> list[str]:
 
 def query_metrics(out: Path) -> None:
     """Every name of the runner's fixed set against the list of metrics ncu knows on this GPU."""
-    from runner import ncu
-    from runner.ncu_pass import find_ncu
+    from runner.host.tools import find_ncu
+    from runner.profile import ncu
 
     cmd = [find_ncu() or "ncu", "--query-metrics-mode", "all", "--query-metrics", "--csv"]
     known = subprocess.run(cmd, capture_output=True, text=True)

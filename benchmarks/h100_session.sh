@@ -271,8 +271,8 @@ def confirm(base: str, head: str, base_doc: dict, head_doc: dict, out: Path) -> 
     if DRY:
         doc = dict(head_doc, paired_base=base_doc)
     else:
-        from runner.confirm import execute_confirmation
-        from runner.pipeline import RunRequest
+        from runner.run.confirm import execute_confirmation
+        from runner.run.pipeline import RunRequest
 
         request = RunRequest(source=str(REPO), rev=head, branch="main", repository=REPO_NAME,
                              cache_dir=WORK / "cache")
@@ -321,7 +321,7 @@ def how(gpu: str, shas: list, wanted: list) -> str:
         f"recorded as service.evaluation.bisect asks for them). The other commits "
         f"change comments and documentation only. For each regressed commit a confirmation was "
         f"also recorded offline with "
-        f"runner.confirm.execute_confirmation (what a confirm job runs): its parent as base and "
+        f"runner.run.confirm.execute_confirmation (what a confirm job runs): its parent as base and "
         f"it as head built side by side and timed interleaved, A B A B over 3 processes, for "
         f"{', '.join(ident(w) for w in wanted)}; that document carries the base's as "
         f"`paired_base`. Every file is the result document exactly as the runner wrote it "
@@ -341,8 +341,8 @@ def bisect(good: str, candidates: list, wanted: list, runs: list) -> None:
             doc = json.loads((ROOT / "docs" / "result-document.example.json").read_text())
             doc["commit"]["sha"], doc["paired_base"] = sha, dict(doc)
         else:
-            from runner.confirm import execute_confirmation
-            from runner.pipeline import RunRequest
+            from runner.run.confirm import execute_confirmation
+            from runner.run.pipeline import RunRequest
 
             request = RunRequest(source=str(REPO), rev=sha, branch="main",
                                  repository=REPO_NAME, cache_dir=WORK / "cache")

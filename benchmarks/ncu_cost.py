@@ -3,7 +3,7 @@
     python -m benchmarks.ncu_cost [--only REGEX] [--variant NAME ...] [--json FILE]
     python -m benchmarks.ncu_cost --table FILE
 
-Builds the default suite once, then runs runner.ncu_pass's one ncu pass (the runner's own
+Builds the default suite once, then runs runner.profile.ncu_pass's one ncu pass (the runner's own
 command, `profile_command`) over the selected workloads once per variant, reading ncu's output
 as it comes, and its details export after. Per variant: the seconds of the pass and of the
 export, the launches profiled and their replay passes. Per workload (first variant): the
@@ -25,10 +25,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner import ncu, ncu_pass, timeline
-from runner.build import run_build
-from runner.measure import run_phase
-from runner.suite import load_suite
+from runner.host.tools import find_ncu
+from runner.measure.phase import run_phase
+from runner.profile import ncu, ncu_pass, timeline
+from runner.suite.build import run_build
+from runner.suite.load import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 _PASSES = re.compile(r"==PROF== Profiling \"([^\"]*)\".*?(\d+) pass")
@@ -104,7 +105,7 @@ def run_variant(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any
 
 
 def measure(only: str | None, names: list[str]) -> dict[str, Any]:
-    exe = ncu_pass.find_ncu()
+    exe = find_ncu()
     if exe is None:
         raise SystemExit("ncu not found")
     suite = load_suite(ROOT)

@@ -5,10 +5,10 @@
         [--runner-name NAME] [--verbose]
 
 Copies this working tree into a temporary git repository (one commit), then runs
-`runner.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
-suite's processes (and the short launches in more, "timing N/M (short)": runner.pipeline),
+`runner.run.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
+suite's processes (and the short launches in more, "timing N/M (short)": runner.run.pipeline),
 timeline and ncu, each run from a fresh build, all runs sharing one runner cache (clones,
-the ncu sections of runner.profile_reuse). With `--change PATH:KERNEL` (repeatable), every run after
+the ncu sections of runner.profile.reuse). With `--change PATH:KERNEL` (repeatable), every run after
 the first is of a new commit that changes one of those kernels in turn, as a commit that
 touches one kernel does: a branch that is never taken, so that its code differs and it runs as
 fast (`--change PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.pipeline import Progress, RunRequest, execute
+from runner.run.pipeline import Progress, RunRequest, execute
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET_S = 60.0  # issue 16: a commit of the default suite in 60 s, ncu included
@@ -108,7 +108,7 @@ def snapshot(src: Path, dst: Path, author: str, message: str) -> str:
 def change(repo: Path, spec: str, run: int, author: str) -> str:
     """A new commit on `repo`: `spec` PATH:KERNEL gives that kernel of that CUDA source one
     more branch, never taken (a block index no grid of the suite reaches); PATH alone gets
-    one more, unused, kernel (which renumbers the file's symbols: runner.cubin), or, for a
+    one more, unused, kernel (which renumbers the file's symbols: runner.profile.cubin), or, for a
     Python file or a document, a comment at its end."""
     path, _, kernel = spec.partition(":")
     source = (repo / path).read_text()

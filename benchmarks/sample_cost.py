@@ -1,7 +1,7 @@
 """What one cold sample of a short launch costs on the host, step by step (issue 16, item 5: a
-commit in 60 s): the runner's CUPTI sample (runner.timers.CuptiTimer) with CUPTI's activity
+commit in 60 s): the runner's CUPTI sample (runner.measure.timers.CuptiTimer) with CUPTI's activity
 buffers of several sizes, its parts alone (the flush, launch and synchronize; the forced flush
-of CUPTI's records), a CUDA-events sample, and a new placement (runner.sampling.relocate).
+of CUPTI's records), a CUDA-events sample, and a new placement (runner.measure.sampling.relocate).
 
     # on the GPU host (CuPy, cupti-python, nvcc):
     python -m benchmarks.sample_cost [--samples 200]
@@ -42,9 +42,10 @@ def measure(count: int) -> list[tuple[str, float, float]]:
     import cupy as cp
     from histsuite.workloads import all_workloads
 
-    from runner import gpuinfo, sampling
-    from runner.suite import load_suite
-    from runner.timers import GpuTimers
+    from runner.host import gpuinfo
+    from runner.measure import sampling
+    from runner.measure.timers import GpuTimers
+    from runner.suite.load import load_suite
 
     w = next(w for w in all_workloads() if w.params["cls"] == "short")
     gpu = GpuTimers()

@@ -55,7 +55,7 @@ NCU_METRICS = [  # a few of the metrics the runner selects, per kernel
     ("dram__bytes_read.sum", "byte"),
     ("launch__registers_per_thread", "register/thread"),
 ]
-ANCESTORS = 200  # what the runner sends (runner/checkout.py MAX_ANCESTORS)
+ANCESTORS = 200  # what the runner sends (runner/suite/checkout.py MAX_ANCESTORS)
 BASELINE_K = 8  # results a verdict compares against
 FINDING = (
     "The difference between theoretical and achieved occupancy can be warp scheduling overhead."

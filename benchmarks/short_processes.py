@@ -1,7 +1,7 @@
 """Where the per-process offset of CUPTI-timed short kernels in the runner's timing processes
 comes from: the history suite's four ~4 us kernels timed through the runner's own sampling
-(runner.sampling.time_workload, runner.timers.GpuTimers, gpuinfo.ClockWatch), in fresh
-processes, one thing changed at a time (a variant), the variants' processes interleaved so
+(runner.measure.sampling.time_workload, runner.measure.timers.GpuTimers, gpuinfo.ClockWatch), in
+fresh processes, one thing changed at a time (a variant), the variants' processes interleaved so
 that a drift of the GPU over the minutes weighs on each alike.
 
     # on the GPU host (CuPy, cupti-python, nvcc):
@@ -60,10 +60,11 @@ def child(variant: str) -> dict[str, Any]:
     import cupy as cp
     from histsuite.workloads import all_workloads
 
-    from runner import gpuinfo, sampling
-    from runner.suite import load_suite
-    from runner.timers import FLUSH_BUFFERS, GpuTimers, L2Flush
-    from runner.worker import device_properties
+    from runner.host import gpuinfo
+    from runner.measure import sampling
+    from runner.measure.timers import FLUSH_BUFFERS, GpuTimers, L2Flush
+    from runner.suite.load import load_suite
+    from runner.worker.process import device_properties
 
     timing = load_suite(SUITE).timing
     timers = GpuTimers()

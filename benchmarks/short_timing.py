@@ -8,7 +8,7 @@ interleaved A B / B A, under several sampling procedures, in several fresh proce
     python -m benchmarks.short_timing --table OUT.json
 
 Procedures (each sample: L2 flushed by a memset, then the kernel, timed by CUPTI's records):
-- runner: the runner's own timer (runner.timers: 128 MiB flush enqueued right before the
+- runner: the runner's own timer (runner.measure.timers: 128 MiB flush enqueued right before the
   launch, kernel activity enabled for the whole round),
 - flush256: the same with a 256 MiB flush,
 - gap: the runner's flush, then a device synchronize before the launch is enqueued,
@@ -84,7 +84,7 @@ def measure(cubins: dict[str, str], placements: int = 0) -> dict[str, Any]:
     the runner's procedure), base and head interleaved."""
     import cupy as cp
 
-    from runner.timers import GpuTimers, busy_ns
+    from runner.measure.timers import GpuTimers, busy_ns
 
     timers = GpuTimers()
     runner = timers.cupti()
@@ -196,7 +196,7 @@ def sources(cubins: dict[str, str], count: int) -> dict[str, list[float]]:
     of SOURCES."""
     import cupy as cp
 
-    from runner.timers import GpuTimers, busy_ns
+    from runner.measure.timers import GpuTimers, busy_ns
 
     timers = GpuTimers()
     cupti = timers.cupti()

@@ -232,7 +232,7 @@ def header(
         f"recorded {data.get('created_at', '?')} at commit {_short(data.get('commit'))}",
         f"  SM clock seen while sampling {clock_text} (max {sm_max} MHz); throttle reasons seen: "
         f"{', '.join(sorted(throttles)) or 'none'}",
-        f"  measured by the runner (runner.measure, {data['processes']} processes per run; "
+        f"  measured by the runner (runner.measure.phase, {data['processes']} processes per run; "
         f"[timing] {timing}), {data.get('wall_s', '?')} s of wall time",
         f"  injected: the suite's dropout_fwd on more elements, {how}",
         f"  recorded: {rounds} independent runs of every workload (each {data['processes']} "

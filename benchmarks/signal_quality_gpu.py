@@ -8,7 +8,7 @@ runner, judged by the service's analysis (issue 6, item 9).
 
 Two halves, so that the GPU host needs none of the service's dependencies:
 
-`--record` times, through the runner's own measurement path (`runner.measure.run_phase` in
+`--record` times, through the runner's own measurement path (`runner.measure.phase.run_phase` in
 "time" mode: child processes, warm-up, L2 flushed before every sample, CUDA events or, for the
 short class, CUPTI kernel timestamps, the suite's stop rule from kernelwatch.toml, NVML
 clocks), the workloads of benchmarks/signal_quality_workloads.py: per duration class

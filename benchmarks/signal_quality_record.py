@@ -41,7 +41,7 @@ def log(line: str) -> None:
 
 
 def _suite(timing: Any) -> Any:
-    from runner.suite import Suite
+    from runner.suite.load import Suite
 
     return Suite(
         root=ROOT,
@@ -89,7 +89,7 @@ def _time_processes(
 ) -> dict[str, Any]:
     """One run of every workload of `plan`: `processes` worker processes (seeds 0..n-1, as the
     runner's timing processes), each timing every workload, in a shuffled order."""
-    from runner.measure import run_phase
+    from runner.measure.phase import run_phase
 
     ids = [w.id for w in sqw.plan_workloads(plan)]
     env = {"KERNELWATCH_BUILD_DIR": str(build_dir), sqw.PLAN_ENV: str(plan_path)}
@@ -190,9 +190,9 @@ def _git_commit() -> str | None:
 
 
 def record(args: argparse.Namespace) -> int:
-    from runner import environment
-    from runner.measure import run_phase
-    from runner.suite import load_suite
+    from runner.host import environment
+    from runner.measure.phase import run_phase
+    from runner.suite.load import load_suite
 
     started = time.monotonic()
     budget = float(args.budget)

@@ -70,8 +70,8 @@ def build(folder: Path, extra: float) -> str:
 
 
 def profile(build_dir: str) -> list[dict[str, Any]]:
-    from runner import ncu
-    from runner.ncu_pass import find_ncu
+    from runner.host.tools import find_ncu
+    from runner.profile import ncu
 
     program = [sys.executable, "-m", "benchmarks.work_counters", "--launch", build_dir]
     cmd = ncu.ncu_command(program, metrics=COUNTERS, sections=(), kernel_regex="hist_w",

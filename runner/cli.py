@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from runner import ncu
+from runner.profile import ncu
 
 PROG = "kernelwatch-runner"
 
@@ -49,7 +49,7 @@ def _tell_unhealthy(server: str, token: str, reason: str) -> str:
     """Best effort: the service marks the runner unhealthy (shown on its overview page) until
     the agent registers again; a line saying whether it was told."""
     try:
-        from runner.client import ServiceClient, ServiceError
+        from runner.agent.client import ServiceClient, ServiceError
     except ImportError as exc:  # httpx missing: one of the failed checks already says so
         return f"the service was not told ({exc})"
     client = ServiceClient(server, token, timeout=5)
@@ -88,11 +88,11 @@ def _add_run(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from runner.checkout import CheckoutError
-    from runner.console import RichProgress, summary_table
-    from runner.host import HostError
-    from runner.pipeline import DEFAULT_CACHE, RunRequest, execute
-    from runner.suite import SuiteError
+    from runner.host.checks import HostError
+    from runner.run.console import RichProgress, summary_table
+    from runner.run.pipeline import DEFAULT_CACHE, RunRequest, execute
+    from runner.suite.checkout import CheckoutError
+    from runner.suite.load import SuiteError
 
     if args.only:
         try:
@@ -158,7 +158,8 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
 def _agent(args: argparse.Namespace) -> int:
     import logging
 
-    from runner import gpuinfo, host
+    from runner.host import checks as host
+    from runner.host import gpuinfo
 
     if not args.token:
         return _fail("agent", "--token (or $KERNELWATCH_RUNNER_TOKEN) is required")
@@ -180,9 +181,9 @@ def _agent(args: argparse.Namespace) -> int:
         print(f"{PROG} agent: {told}", file=sys.stderr)
         return _fail("agent", "this host cannot run jobs: fix the above (kernelwatch-runner "
                      "doctor checks it all), then start again")  # fmt: skip
-    from runner import environment  # the runner's own dependencies, checked above
-    from runner.agent import run_agent
-    from runner.jobrun import make_run_job
+    from runner.agent.job import make_run_job
+    from runner.agent.loop import run_agent
+    from runner.host import environment  # the runner's own dependencies, checked above
 
     console = None
     if sys.stderr.isatty():  # a person watches: the log above, the job's progress bars below
@@ -222,8 +223,8 @@ def _list(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from runner.measure import run_phase
-    from runner.suite import SuiteError, load_suite
+    from runner.measure.phase import run_phase
+    from runner.suite.load import SuiteError, load_suite
 
     try:
         suite = load_suite(args.repo.resolve())
@@ -269,7 +270,7 @@ def _add_doctor(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from runner import host
+    from runner.host import checks as host
 
     checks = host.agent_checks("cpu" if args.cpu else "cuda", args.cache or host.DEFAULT_CACHE,
                                everything=True)  # fmt: skip

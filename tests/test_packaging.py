@@ -79,7 +79,8 @@ def test_the_runner_works_without_the_services_packages(tmp_path: Path) -> None:
     assert doctor.returncode in (0, 1) and "Traceback" not in doctor.stderr, doctor.stderr
     assert json.loads(doctor.stdout)["checks"]
     modules = without_the_service(
-        "import runner.agent, runner.pipeline, runner.jobrun, runner.client, runner.host\n"
+        "import runner.agent.loop, runner.run.pipeline, runner.agent.job, runner.agent.client\n"
+        "import runner.host.checks\n"
         "print('ok')"
     )
     assert modules.stdout.strip() == "ok", modules.stderr

@@ -44,7 +44,7 @@ READ_P95_MS = 500.0
 
 def stub_agent_main(argv: list[str]) -> int:
     """The runner's real agent loop, with the measurement replaced by a recorded document."""
-    from runner.agent import run_agent
+    from runner.agent.loop import run_agent
 
     p = argparse.ArgumentParser(prog="benchmarks.chaos stub-agent")
     p.add_argument("--server", required=True)

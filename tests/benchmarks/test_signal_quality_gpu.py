@@ -16,7 +16,7 @@ import pytest
 from benchmarks import signal_quality_gpu as sq
 from benchmarks import signal_quality_record as sqr
 from benchmarks import signal_quality_workloads as sqw
-from runner import measure
+from runner.measure import phase as measure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,7 +67,7 @@ def fake_runner(monkeypatch: pytest.MonkeyPatch, slower: bool) -> list[tuple[str
     monkeypatch.setattr(measure, "run_phase", run_phase)
     monkeypatch.setattr(sqr, "_build", lambda build_dir, arch: {"seconds": 0.0, "log": "fake"})
     monkeypatch.setattr(
-        "runner.environment.collect",
+        "runner.host.environment.collect",
         lambda device, gpu: {"gpu": {"name": gpu["name"]}, "clocks_mhz": {"sm_max": 1980.0}},
     )
     return calls
@@ -135,8 +135,8 @@ def test_analysis_refuses_too_few_baseline_runs(tmp_path, monkeypatch) -> None:
 
 def test_recording_half_imports_nothing_of_the_service() -> None:
     code = (
-        "import sys; import benchmarks.signal_quality_gpu as m; import runner.measure, "
-        "runner.environment; bad = [k for k in sys.modules if k.split('.')[0] in "
+        "import sys; import benchmarks.signal_quality_gpu as m; import runner.measure.phase, "
+        "runner.host.environment; bad = [k for k in sys.modules if k.split('.')[0] in "
         "('service', 'scipy', 'sqlalchemy', 'fastapi', 'pydantic')]; print(bad); "
         "sys.exit(bool(bad))"
     )

@@ -16,6 +16,7 @@ import pytest
 from fastapi.routing import APIRoute
 from sqlalchemy import Engine, func, select, text
 
+from service import pages
 from service.api import routes
 from service.api.app import create_app
 from service.cli import main as kernelwatch
@@ -79,10 +80,13 @@ def private(settings: Settings, engine: Engine) -> Iterator[tuple[LiveServer, di
 
 
 def _get_paths(values: dict[str, str]) -> list[str]:
-    """Every GET route of every router of the app, its path parameters filled in."""
+    """Every GET route of every router of the app (the API's and the pages'), its path
+    parameters filled in."""
     paths = []
-    for info in pkgutil.iter_modules(routes.__path__):
-        router = getattr(importlib.import_module(f"{routes.__name__}.{info.name}"), "router", None)
+    modules = [(package, info.name) for package in (routes, pages)
+               for info in pkgutil.iter_modules(package.__path__)]  # fmt: skip
+    for package, name in modules:
+        router = getattr(importlib.import_module(f"{package.__name__}.{name}"), "router", None)
         for route in getattr(router, "routes", []):
             if isinstance(route, APIRoute) and "GET" in route.methods:
                 paths.append(re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], route.path))

@@ -20,8 +20,8 @@ may be left in the spool.
 
 The workloads are listed wild_store, spin, nan_out, scale, so that the correctness workers (3
 at a time, split evenly) put `scale` in the same process right after `wild_store`: a worker that
-went on in a dead context would fail it (runner.worker ends such a worker; the parent runs the
-rest in a fresh one).
+went on in a dead context would fail it (runner.worker ends such a worker; the parent runs
+the rest in a fresh one).
 
 Marked `gpu`: skipped with the reason where CuPy or a GPU is missing (tests/conftest.py); CuPy is
 imported only by the suite's own processes, so the module collects anywhere.

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernels.build import load_manifest
-from runner.build import _declared
+from runner.suite.build import _declared
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 

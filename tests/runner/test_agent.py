@@ -26,10 +26,11 @@ import uvicorn
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from runner.agent import EXIT_HOST, Agent, JobInterrupted
-from runner.client import ServiceClient, ServiceRefused, ServiceUnavailable
-from runner.host import HostError
-from runner.spool import Backoff, Spool
+from runner.agent.client import ServiceClient, ServiceRefused, ServiceUnavailable
+from runner.agent.loop import EXIT_HOST, Agent
+from runner.agent.spool import Backoff, Spool
+from runner.host.checks import HostError
+from runner.run.pipeline import JobInterrupted
 from service.core.settings import Settings
 from service.models import Job, Run, Runner
 from service.store import jobs as queue
@@ -471,7 +472,8 @@ def test_client_errors_say_retry_or_refused(server: LiveServer, token: str) -> N
 
 AGENT_SCRIPT = """
 import logging, os, sys
-from runner.agent import JobInterrupted, run_agent
+from runner.agent.loop import run_agent
+from runner.run.pipeline import JobInterrupted
 
 def run_job(claim, stop):
     if stop.wait(30):

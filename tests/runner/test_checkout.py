@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.checkout import CheckoutError, Checkouts
+from runner.suite.checkout import CheckoutError, Checkouts
 from tests.runner.gitrepo import commit_all, cpu_suite_repo, git
 
 

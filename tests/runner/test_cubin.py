@@ -1,5 +1,5 @@
-"""runner.cubin on real nvcc output (tests/runner/fixtures/cubin): a kernel's hash moves with
-its own code and the data every kernel reads, not with another kernel of the same file."""
+"""runner.profile.cubin on real nvcc output (tests/runner/fixtures/cubin): a kernel's hash moves
+with its own code and the data every kernel reads, not with another kernel of the same file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.cubin import kernel_hashes
+from runner.profile.cubin import kernel_hashes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cubin"
 

@@ -84,8 +84,8 @@ def test_each_documented_mistake_gets_its_documented_line(tmp_path: Path, mistak
 
 @pytest.mark.gpu
 def test_the_example_is_correct_and_timed_on_a_gpu() -> None:
-    from runner.measure import run_phase
-    from runner.suite import load_suite
+    from runner.measure.phase import run_phase
+    from runner.suite.load import load_suite
 
     suite = load_suite(EXAMPLE)
     ids = ["saxpy[n=4096]", "saxpy[n=16777216]"]

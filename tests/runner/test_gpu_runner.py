@@ -14,9 +14,9 @@ import pytest
 
 from benchmarks.runner_cost import ROOT, snapshot
 from kernels.workloads import all_workloads
-from runner import ncu
-from runner.pipeline import SHORT_NOTE, RunRequest, execute, short_processes
-from runner.suite import load_suite
+from runner.profile import ncu
+from runner.run.pipeline import SHORT_NOTE, RunRequest, execute, short_processes
+from runner.suite.load import load_suite
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]
 
@@ -52,7 +52,7 @@ def test_every_selected_workload_is_correct_and_timed(document: dict[str, Any]) 
         assert timing["method"] in ("cuda_events", "cupti")
         assert timing["l2_flushed"] is True
         # the suite's 3 processes; a short launch (every one of them sampled it on several
-        # placements) in more processes, each marked in the stop reason (runner.pipeline)
+        # placements) in more processes, each marked in the stop reason (runner.run.pipeline)
         if SHORT_NOTE.split("(")[0] in timing["stop_reason"]:
             assert len(timing["processes"]) == short_processes(load_suite(ROOT)) > 3
         else:
@@ -128,7 +128,7 @@ def test_environment_is_filled(document: dict[str, Any]) -> None:
 
 
 def test_throttling_across_the_samples_is_recorded(document: dict[str, Any]) -> None:
-    from runner import environment, gpuinfo
+    from runner.host import environment, gpuinfo
 
     if not gpuinfo.violation_ns():
         pytest.skip("NVML counts no clock violations on this GPU")

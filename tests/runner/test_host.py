@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from runner import cli, host
-from runner.host import HostError, agent_checks, can_run, gpu_checks, require_gpu
+from runner import cli
+from runner.host import checks as host
+from runner.host.checks import HostError, agent_checks, can_run, gpu_checks, require_gpu
 from tests.live_server import LiveServer
 from tests.service.test_queue import make_runner
 
@@ -123,7 +124,7 @@ def test_doctor_checks_the_service_and_the_token(
 def test_an_agent_on_a_broken_gpu_host_refuses_before_any_claim(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from runner import gpuinfo
+    from runner.host import gpuinfo
 
     monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)  # NVML sees a GPU...
     monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
@@ -145,7 +146,7 @@ def test_a_refusing_agent_marks_its_runner_unhealthy_until_one_starts_healthy(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    from runner import gpuinfo
+    from runner.host import gpuinfo
     from tests.service.test_queue import make_jobs
 
     token = make_runner(engine, "h100-a", {"gpu": "h100"})
@@ -188,7 +189,7 @@ def test_the_runner_host_page_says_what_the_code_does() -> None:
     import shlex
     import tomllib
 
-    from runner.agent import EXIT_HOST, EXIT_REFUSED
+    from runner.agent.loop import EXIT_HOST, EXIT_REFUSED
     from service.cli import build_parser as service_parser
 
     page = (ROOT / "docs" / "runner-host.md").read_text()

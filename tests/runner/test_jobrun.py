@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.jobrun import LogProgress
-from runner.measure import Outcome
+from runner.agent.job import LogProgress
+from runner.measure.phase import Outcome
 
 
 def test_each_stage_line_names_the_job_and_the_time_of_the_stage_before(
@@ -38,7 +38,7 @@ def test_each_stage_line_names_the_job_and_the_time_of_the_stage_before(
 def run_a_job(monkeypatch: pytest.MonkeyPatch, console: object) -> dict:
     import threading
 
-    from runner import jobrun
+    from runner.agent import job as jobrun
 
     def execute(request: object, progress: jobrun.Progress) -> dict:
         progress.stage("build")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.measure import WarmWorkers, run_phase
-from runner.suite import load_suite
+from runner.measure.phase import WarmWorkers, run_phase
+from runner.suite.load import load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
 
@@ -88,7 +88,7 @@ def test_concurrent_check_workers_give_the_sequential_outcomes(suite) -> None:
 
 
 def test_balance_spreads_the_weight_and_keeps_the_order() -> None:
-    from runner.measure import balance
+    from runner.measure.phase import balance
 
     ids = ["a", "b", "c", "d", "e"]
     groups = balance(ids, 2, {"a": 10.0, "b": 1.0, "c": 9.0, "d": 1.0, "e": 1.0})

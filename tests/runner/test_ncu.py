@@ -1,4 +1,5 @@
-"""runner.ncu on real H100 captures (tests/runner/fixtures/ncu) and on synthetic edge cases."""
+"""runner.profile.ncu on real H100 captures (tests/runner/fixtures/ncu) and on synthetic edge
+cases."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import ncu
+from runner.document.names import document_kernel_name
+from runner.profile import ncu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 RAW = FIXTURES / "h100_selected_metrics_raw.csv"
@@ -261,9 +263,9 @@ def test_document_section_status_and_long_kernel_names() -> None:
     with pytest.raises(ValueError, match="status"):
         ncu.to_document_section([], "broken")
     long_a, long_b = "k" * 1500 + "a", "k" * 1500 + "b"
-    short_a, short_b = ncu.document_kernel_name(long_a), ncu.document_kernel_name(long_b)
+    short_a, short_b = document_kernel_name(long_a), document_kernel_name(long_b)
     assert len(short_a) <= 1000 and short_a != short_b
-    assert ncu.document_kernel_name(GEN) == GEN
+    assert document_kernel_name(GEN) == GEN
 
 
 def test_document_sections_pass_the_service_validator(

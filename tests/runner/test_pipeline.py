@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from runner import pipeline
-from runner.pipeline import RunRequest, execute, repository_name
+from runner.run import pipeline
+from runner.run.pipeline import RunRequest, execute, repository_name
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import commit_all, cpu_suite_repo
 
@@ -82,7 +82,7 @@ def test_a_cuda_suite_on_a_host_without_its_gpu_stops_in_one_line_after_the_buil
 ) -> None:
     """The GPU's check runs beside the build; its one line wins over the build that failed for
     want of the GPU, and nothing is checked or timed."""
-    from runner import host
+    from runner.host import checks as host
 
     repo, _, _ = cpu_suite_repo(tmp_path / "repo")
     toml = (repo / "kernelwatch.toml").read_text()

@@ -1,5 +1,5 @@
-"""Short GPU launches sampled on several placements in memory (runner.sampling.PLACEMENTS), CPU
-only: fake instances, timers and NVML watch stand in for the GPU."""
+"""Short GPU launches sampled on several placements in memory (runner.measure.sampling.PLACEMENTS),
+CPU only: fake instances, timers and NVML watch stand in for the GPU."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from typing import Any
 import numpy
 import pytest
 
-from runner import sampling
-from runner.sampling import placements, round_timing, time_workload
-from runner.suite import Timing
-from runner.timers import (
+from runner.measure import sampling
+from runner.measure.sampling import placements, round_timing, time_workload
+from runner.measure.timers import (
     FILLER_MAX_BYTES,
     FILLER_STEP,
     FLUSH_BUFFERS,
@@ -24,6 +23,7 @@ from runner.timers import (
     HostTimers,
     L2Flush,
 )
+from runner.suite.load import Timing
 
 
 class Instance:
@@ -79,7 +79,7 @@ class Timer:
 
 
 class FakeGpuTimers:
-    """What time_workload needs of runner.timers.GpuTimers."""
+    """What time_workload needs of runner.measure.timers.GpuTimers."""
 
     def __init__(self, log: list[str]) -> None:
         self.events = Timer(log)
@@ -140,7 +140,7 @@ def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
     assert [samples.count(100.0 + i) for i in range(rounds)] == [10] * rounds
     assert timers.relocations == rounds - 1
     assert f"{rounds} placements x 10 samples" in out["stop_reason"]
-    assert out["placements"] == rounds  # runner.pipeline times it in more processes
+    assert out["placements"] == rounds  # runner.run.pipeline times it in more processes
     # every placement was held until the last sample, then all were released
     assert len(w.made) == rounds and all(i.closed for i in w.made)
     first_close = w.log.index("close 0")

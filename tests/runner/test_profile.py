@@ -1,5 +1,5 @@
-"""runner.profile without a GPU: the ncu command, attribution of launches to workloads by NVTX
-range, the sections per workload, and the whole pass against fake `ncu` programs."""
+"""runner.profile.capture without a GPU: the ncu command, attribution of launches to workloads by
+NVTX range, the sections per workload, and the whole pass against fake `ncu` programs."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner import ncu, ncu_pass, profile
-from runner.suite import Timing
+from runner.profile import capture as profile
+from runner.profile import ncu, ncu_pass
+from runner.suite.load import Timing
 
 PASS = Path(__file__).parent / "fixtures" / "ncu" / "h100_kernelwatch_pass_details.csv"
 NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
@@ -241,7 +242,7 @@ def suite_repository(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_second_commit_with_the_same_code_reuses_every_section(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
 ) -> None:
-    from runner.profile_reuse import ProfileReuse
+    from runner.profile.reuse import ProfileReuse
 
     (tmp_path / "export.csv").write_text(export)
     calls = tmp_path / "calls"
@@ -289,7 +290,7 @@ def export_of(owner: dict[int, int], ids: list[str]) -> str:
 def test_only_the_changed_kernels_are_profiled_and_merged_with_the_earlier_section(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runner.profile_reuse import ProfileReuse
+    from runner.profile.reuse import ProfileReuse
 
     ids = ["mix[a]", "gemm[d]"]  # mix[a]: gemm_bias_relu and adamw; gemm[d]: gemm_bias_relu
     exports = [
@@ -395,7 +396,7 @@ def test_the_worker_names_the_python_files_it_imported_from_the_worktree(
 ) -> None:
     import sys
 
-    from runner.worker import imported_files
+    from runner.worker.process import imported_files
 
     (tmp_path / "kwpkg").mkdir()
     (tmp_path / "kwpkg" / "__init__.py").write_text("")

@@ -1,4 +1,4 @@
-"""runner.profile_reuse: a workload's ncu section comes back only while everything its launches
+"""runner.profile.reuse: a workload's ncu section comes back only while everything its launches
 depend on is unchanged; real git commits, build folders of ELF/fatbin/data files, no GPU."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import profile_reuse
-from runner.profile_reuse import (
+from runner.profile import reuse as profile_reuse
+from runner.profile.reuse import (
     BuildOutputs,
     Found,
     ProfileReuse,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from runner.checkout import Checkouts
-from runner.pipeline import pull_request_section
+from runner.run.pipeline import pull_request_section
+from runner.suite.checkout import Checkouts
 
 
 def git(repo: Path, *args: str) -> str:

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from runner import pipeline
-from runner.sampling import INPUTS_ENV, prepare, timing_inputs
-from runner.suite import load_suite
+from runner.measure.sampling import INPUTS_ENV, prepare, timing_inputs
+from runner.run import pipeline
+from runner.suite.load import load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
 
@@ -42,7 +42,7 @@ def test_check_processes(monkeypatch: pytest.MonkeyPatch) -> None:
     gpu = dataclasses.replace(cpu, device="cuda")
     monkeypatch.delenv(pipeline.CHECK_PROCESSES_ENV, raising=False)
     assert pipeline.check_processes(cpu) == 1
-    from runner import gpuinfo
+    from runner.host import gpuinfo
 
     monkeypatch.setattr(gpuinfo, "compute_mode", lambda: 0)
     assert pipeline.check_processes(gpu) == pipeline.CHECK_PROCESSES
@@ -58,7 +58,7 @@ def test_warm_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (pipeline.CHECK_PROCESSES_ENV, pipeline.SHORT_PROCESSES_ENV, pipeline.WARM_ENV):
         monkeypatch.delenv(name, raising=False)
     assert pipeline.warm_plan(cpu) == [("check", 0), ("time", 0), ("time", 1), ("time", 2)]
-    from runner import gpuinfo
+    from runner.host import gpuinfo
 
     monkeypatch.setattr(gpuinfo, "compute_mode", lambda: 0)
     plan = pipeline.warm_plan(gpu)

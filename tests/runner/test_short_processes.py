@@ -1,4 +1,4 @@
-"""Short launches timed in more processes than the suite's (runner.pipeline, CPU only): which
+"""Short launches timed in more processes than the suite's (runner.run.pipeline, CPU only): which
 workloads, how many processes, what the document then holds."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from runner import pipeline
-from runner.measure import Outcome
-from runner.pipeline import (
+from runner.measure.phase import Outcome
+from runner.run import pipeline
+from runner.run.pipeline import (
     SHORT_NOTE,
     SHORT_PROCESSES_ENV,
     RunRequest,
@@ -20,8 +20,8 @@ from runner.pipeline import (
     short_launches,
     short_processes,
 )
-from runner.report import WorkloadRecord
-from runner.suite import Suite, Timing
+from runner.run.report import WorkloadRecord
+from runner.suite.load import Suite, Timing
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import cpu_suite_repo
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.spool import Backoff, Spool, default_spool_dir
+from runner.agent.spool import Backoff, Spool, default_spool_dir
 
 
 def doc(run_id: str, job_id: int = 7) -> dict:

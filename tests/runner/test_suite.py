@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.suite import SuiteError, load_suite
+from runner.suite.load import SuiteError, load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
 ROOT = Path(__file__).resolve().parents[2]

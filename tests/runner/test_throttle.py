@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from benchmarks.runner_cost import throttle, workload_id
-from runner import environment, gpuinfo
-from runner.measure import Outcome
-from runner.report import WorkloadRecord, timing_section
+from runner.host import environment, gpuinfo
+from runner.measure.phase import Outcome
+from runner.run.report import WorkloadRecord, timing_section
 
 
 class FakeNvml:
@@ -141,8 +141,8 @@ def test_throttled_since_names_only_power_and_thermal(nvml: FakeNvml) -> None:
 
 
 def test_a_throttled_launch_is_sampled_over_a_minimum_span() -> None:
-    from runner.sampling import collect
-    from runner.suite import Timing
+    from runner.measure.sampling import collect
+    from runner.suite.load import Timing
 
     now = [0.0]
 

@@ -1,5 +1,5 @@
-"""runner.timeline's pure parts (aggregation, nsys output, the nsys probe and the fallback to
-CUPTI), and the CUPTI busy time and timer choice that timing shares with it."""
+"""runner.profile.timeline's pure parts (aggregation, nsys output, the nsys probe and the fallback
+to CUPTI), and the CUPTI busy time and timer choice that timing shares with it."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from runner import timeline
-from runner.measure import Outcome
-from runner.sampling import TimingMethodUnavailable, collect, select_timer, workload_method
-from runner.suite import Timing
-from runner.timers import busy_ns
+from runner.measure import kernel_steps
+from runner.measure.phase import Outcome
+from runner.measure.sampling import TimingMethodUnavailable, collect, select_timer, workload_method
+from runner.measure.timers import busy_ns
+from runner.profile import timeline
+from runner.suite.load import Timing
 
 # `nsys stats --report cuda_gpu_kern_sum --format csv` (nsys 2024/2025 column names), with the
 # lines nsys prints before the table.
@@ -33,7 +34,7 @@ Processing [/tmp/x/timeline.sqlite] with [/opt/nsys/reports/cuda_gpu_kern_sum.py
 def test_aggregate_gives_calls_and_time_per_step_and_shares() -> None:
     step = [("gemm_fwd", 0, 300), ("mse", 300, 360), ("gemm_fwd", 400, 700), ("adamw", 700, 790)]
     records = step + [(name, s + 1000, e + 1000) for name, s, e in step]
-    kernels = timeline.aggregate(records, steps=2)
+    kernels = kernel_steps.aggregate(records, steps=2)
     assert [k["kernel"] for k in kernels] == ["gemm_fwd", "adamw", "mse"]
     assert kernels[0] == {"kernel": "gemm_fwd", "calls": 2, "total_ns": 600.0, "share": 0.8}
     assert kernels[1]["calls"] == 1 and kernels[1]["total_ns"] == 90.0
@@ -41,8 +42,8 @@ def test_aggregate_gives_calls_and_time_per_step_and_shares() -> None:
 
 
 def test_aggregate_of_nothing_is_empty_and_a_rare_kernel_still_counts_once() -> None:
-    assert timeline.aggregate([], steps=5) == []
-    kernels = timeline.aggregate([("once", 0, 10)], steps=5)
+    assert kernel_steps.aggregate([], steps=5) == []
+    kernels = kernel_steps.aggregate([("once", 0, 10)], steps=5)
     assert kernels == [{"kernel": "once", "calls": 1, "total_ns": 2.0, "share": 1.0}]
 
 
@@ -50,7 +51,7 @@ def test_kern_sum_csv_is_parsed_past_nsys_chatter() -> None:
     rows = timeline.parse_kern_sum(KERN_SUM)
     assert rows[0] == ("gemm_bwd_tn_dweight", 10, 1230000.0)
     assert rows[2] == ("void cutlass::Kernel<float, 2>(Params, int)", 5, 170000.0)
-    kernels = timeline.from_totals(rows, steps=5)
+    kernels = kernel_steps.from_totals(rows, steps=5)
     assert kernels[0]["calls"] == 2 and kernels[0]["total_ns"] == 246000.0
     assert sum(k["share"] for k in kernels) == pytest.approx(1.0, abs=1e-5)
     assert timeline.parse_kern_sum("SKIPPED: no CUDA kernel data\n") == []
@@ -128,7 +129,7 @@ def records(*ids: str) -> list[SimpleNamespace]:
 def cupti_phase(monkeypatch: pytest.MonkeyPatch, calls: list) -> None:
     def run_phase(suite, mode, ids, env=None, **_):
         calls.append((mode, list(ids)))
-        kernels = timeline.aggregate([("k", 0, 10)], 1)
+        kernels = kernel_steps.aggregate([("k", 0, 10)], 1)
         return SimpleNamespace(
             outcomes={i: Outcome("ok", result={"kernels": kernels}) for i in ids}
         )
@@ -198,7 +199,10 @@ def test_a_timeline_traced_by_the_first_timing_process_is_used_as_is(
     monkeypatch.setattr(timeline, "find_nsys", lambda: None)
     calls: list = []
     cupti_phase(monkeypatch, calls)
-    traced = {"steps": 5, "kernels": timeline.aggregate([("gemm", 0, 50), ("adamw", 60, 70)], 5)}
+    traced = {
+        "steps": 5,
+        "kernels": kernel_steps.aggregate([("gemm", 0, 50), ("adamw", 60, 70)], 5),
+    }
     done, missing = records("train[a]", "train[b]")
     done.timings = [Outcome("ok", result={"samples": [1.0], "timeline": traced})]
     missing.timings = [Outcome("ok", result={"samples": [1.0]})]
@@ -209,7 +213,8 @@ def test_a_timeline_traced_by_the_first_timing_process_is_used_as_is(
     assert missing.timeline["source"] == "cupti"
 
 
-# --- CUPTI busy time and the choice of timer (runner.timers, runner.sampling) ------------------
+# --- CUPTI busy time and the choice of timer (runner.measure.timers, runner.measure.sampling)
+# ------------------
 
 
 def test_busy_time_is_the_union_of_kernel_intervals() -> None:

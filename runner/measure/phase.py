@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from runner.suite import Suite
+from runner.suite.load import Suite
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Sampling one workload: warm-up, the choice of timer, when to stop taking samples, and the
-traced steps of a kernel timeline (runner.timeline) on the worker's side."""
+traced steps of a kernel timeline (runner.profile.timeline) on the worker's side."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from runner.suite import Timing
-from runner.timeline import STEPS, aggregate
+from runner.measure.kernel_steps import STEPS, aggregate
+from runner.suite.load import Timing
 
 # CUDA events time a launch with the launch overhead (several us) in it; CUPTI's kernel
 # records time the kernels alone. Short launches want CUPTI, and which one a workload gets is
@@ -45,7 +45,7 @@ THROTTLED_SAMPLE_SECONDS = 0.2
 # most SHORT_PLACEMENTS_MAX_US gets SHORT_PLACEMENTS rounds, each instance on fresh memory
 # behind a filler of a random size (GpuTimers.filler): drawn at random, not the same in every
 # process, so that the run's median averages over ~100 placements (with the processes of
-# runner.pipeline) instead of resting on the same few each time. A longer one gets PLACEMENTS
+# runner.run.pipeline) instead of resting on the same few each time. A longer one gets PLACEMENTS
 # rounds where the allocator puts them (the same in every process: runs of >= 50 us launches
 # stay within 1% of each other). Halfway through, the context's local memory moves too
 # (a new backing store, GpuTimers.relocate_local_memory), so that each of its two states weighs
@@ -55,9 +55,9 @@ THROTTLED_SAMPLE_SECONDS = 0.2
 # suite's), so that every placement weighs the same. A launch sampled paced (power-capped,
 # below) keeps one placement: its samples are dear. What none of these moves is an offset per
 # process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS 1024^3): only
-# more processes average that (runner.pipeline times a short launch in twice the suite's
+# more processes average that (runner.run.pipeline times a short launch in twice the suite's
 # processes). A few-us launch timed after longer workloads took on such an offset too (their
-# memory, given back, held all 16 of its placements): runner.pipeline.timing_order puts the
+# memory, given back, held all 16 of its placements): runner.run.pipeline.timing_order puts the
 # CUPTI-timed workloads first.
 PLACEMENTS = 2
 PLACEMENTS_MAX_US = 2000.0
@@ -200,7 +200,7 @@ def time_workload(
     """Warm up, take the timer of the workload's `method` (workload_method), sample to the stop
     rule; a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
     PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
-    (runner.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
+    (runner.profile.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
     instance = prepare(w, seed, inputs)
     held = [instance]
     try:
@@ -282,7 +282,8 @@ def time_workload(
         "method": timer.method,
         "blocking": getattr(timer, "blocker", None) is not None,
         "l2_flushed": timer.l2_flushed,
-        "placements": placed,  # > 1: a short launch (runner.pipeline times it in more processes)
+        # > 1: a short launch (runner.run.pipeline times it in more processes)
+        "placements": placed,
         **watch.result(),
     }
 
@@ -386,7 +387,7 @@ def trace_workload(
 ) -> dict[str, Any]:
     """Prepare `w`, warm up, then trace `steps` cold steps with `tracer`: "cupti", or "nsys"
     (the steps between cudaProfilerStart/Stop, for `nsys --capture-range cudaProfilerApi`)."""
-    from runner.timers import KernelActivity, L2Flush
+    from runner.measure.timers import KernelActivity, L2Flush
 
     steps = steps or STEPS
     flush = _shared.get("flush") or _shared.setdefault("flush", L2Flush())
@@ -408,7 +409,7 @@ def trace_workload(
 
 def trace_steps(instance: Any, steps: int, flush: Any, activity: Any) -> list[dict] | None:
     """`steps` cold steps (state reset, L2 flushed before each) of a warm instance, traced by
-    `activity` (a runner.timers.KernelActivity: the timeline entries are returned) or, with
+    `activity` (a runner.measure.timers.KernelActivity: the timeline entries are returned) or, with
     None, bracketed by cudaProfilerStart/Stop for nsys (None is returned)."""
     import cupy
 

@@ -6,7 +6,7 @@ host's enqueueing (Python, several kernels) is not measured, an events sample is
 a small kernel that spins until the host has enqueued all of it (nvbench's "blocking kernel").
 For launches of a few tens of microseconds the events' own 3-4 us weigh too much: CUPTI's kernel
 activity records (cupti-python) then give the launch's GPU busy time (the union of its kernels'
-intervals). Which one times a workload is part of its definition (runner.sampling.
+intervals). Which one times a workload is part of its definition (runner.measure.sampling.
 workload_method), never chosen from a measurement.
 """
 

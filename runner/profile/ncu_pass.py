@@ -5,18 +5,18 @@ process: a worker in mode "profile" launches each selected workload once (no war
 else on the GPU), each inside an NVTX range "kernelwatch#<index>". `ncu --nvtx` records the
 ranges and the details export names them in its "thread Domain:Push/Pop_Range:..." column,
 which attributes every profiled launch to its workload (`launch_ranges`). The pass is bounded:
-`--launch-count` allows LAUNCHES_PER_WORKLOAD launches per workload, runner.ncu's fixed metric
-set with the rule sections of SECTIONS below, `--clock-control none`, and optionally a kernel
-filter (runner.profile). Nothing is timed under ncu. ncu missing or refused (ERR_NVGPUCTRPERM,
-...) makes every workload's section "unavailable"; a workload that fails under ncu gets
-"failed"; the run goes on either way.
+`--launch-count` allows LAUNCHES_PER_WORKLOAD launches per workload, runner.profile.ncu's fixed
+metric set with the rule sections of SECTIONS below, `--clock-control none`, and optionally a kernel
+filter (runner.profile.capture). Nothing is timed under ncu. ncu missing or refused
+(ERR_NVGPUCTRPERM, ...) makes every workload's section "unavailable"; a workload that fails under
+ncu gets "failed"; the run goes on either way.
 
 Before its first workload a pass spends ~4.5 s on the H100 that no workload needs: ncu's own
 start (0.5-1 s), Python, CuPy and the context under ncu (1-1.8 s), ncu's setup at the first
 profiled kernel (~1.8 s beyond the ~0.37 s every launch costs), then the report (0.6 s) and its
 export (0.6-0.8 s) (.dev5.sh of 2026-11-26). `NcuPass` starts the pass ahead of its workloads:
 the worker warms up (a context, and one launch of WARM_UP_KERNEL, outside every range, which
-ncu profiles and nothing attributes) and then waits for the ids on stdin; runner.pipeline starts
+ncu profiles and nothing attributes) and then waits for the ids on stdin; runner.run.pipeline starts
 it when correctness starts and hands it the passing workloads when that ends.
 Environment: $KERNELWATCH_NCU (the binary), $KERNELWATCH_NCU_SECTIONS (comma-separated),
 $KERNELWATCH_NCU_KEEP (a folder that keeps the export and ncu's output).
@@ -40,14 +40,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from runner import ncu, timeline
-from runner.tools import find_tool
+from runner.host.tools import find_ncu
+from runner.profile import ncu, timeline
 
 NVTX_MARK = "kernelwatch#"
 LAUNCHES_PER_WORKLOAD = 16
-NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
 # The rule sections of the pass. Measured on the H100 (ncu 2025.3.1, 12 workloads, 25
-# launches): runner.ncu.SECTIONS took 20 replay passes and 27.9 s; these four 17 passes and
+# launches): runner.profile.ncu.SECTIONS took 20 replay passes and 27.9 s; these four 17 passes and
 # 16.6 s (the fixed metrics alone: 10 passes, 15.0 s), keeping the SOLBottleneck,
 # LaunchConfiguration, (Theoretical/Achieved)Occupancy, CPIStall and ThreadDivergence rules.
 # WorkloadDistribution, ComputeWorkloadAnalysis and MemoryWorkloadAnalysis cost the rest.
@@ -61,11 +60,6 @@ _MARK = re.compile(re.escape(NVTX_MARK) + r"(\d+)")
 WARM_UP_KERNEL = "kernelwatch_ncu_warm_up"  # launched once, outside every range
 
 
-def find_ncu() -> str | None:
-    """$KERNELWATCH_NCU, `ncu` on the PATH, or a usual install location."""
-    return find_tool("ncu", "KERNELWATCH_NCU", NCU_CANDIDATES)
-
-
 def profile_command(
     exe: str,
     config: Path,
@@ -74,7 +68,7 @@ def profile_command(
     sections: tuple[str, ...] = SECTIONS,
     kernel_regex: str | None = None,
 ) -> list[str]:
-    """The one bounded pass: runner.ncu's command with NVTX recording, over a profile worker
+    """The one bounded pass: runner.profile.ncu's command with NVTX recording, over a profile worker
     (with `kernel_regex`, only the launches of the kernels it matches are profiled)."""
     program = [sys.executable, "-m", "runner.worker", str(config)]
     budget = LAUNCHES_PER_WORKLOAD * max(workloads, 1)
@@ -186,8 +180,8 @@ def sections(
 class NcuPass:
     """One ncu process over a profile worker, started now; `finish(ids)` hands it the ids of
     at most `workloads` workloads and gives their sections. Without `ids` now, the worker
-    warms up and waits for them (runner.worker's wait mode), so that what ncu spends before the
-    first workload passes while the caller does other work; `close` ends a pass unfinished."""
+    warms up and waits for them (runner.worker's wait mode), so that what ncu spends before
+    the first workload passes while the caller does other work; `close` ends a pass unfinished."""
 
     def __init__(
         self,

@@ -13,9 +13,8 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-from runner import gpuinfo
-from runner.ncu_pass import find_ncu
-from runner.tools import find_nvcc
+from runner.host import gpuinfo
+from runner.host.tools import find_ncu, find_nvcc
 
 
 def _tool_version(command: list[str]) -> str | None:

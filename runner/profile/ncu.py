@@ -13,13 +13,14 @@ Standard library only: this runs on a bare GPU host.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import re
 import statistics
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from runner.document.names import document_kernel_name
 
 # The fixed metric set: ncu metric name -> short label. Provenance: the first 13 were confirmed
 # on an H100 (ncu 2025.3.1) by tests/runner/fixtures/ncu/h100_kernelwatch_pass_details.csv; the
@@ -117,7 +118,6 @@ IDENTITY_COLUMNS = frozenset(
     {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream"}
     | {"Block Size", "Grid Size", "Device", "CC"}
 )
-MAX_KERNEL_NAME = 1000  # the service's limit on a kernel name
 MAX_REASON = 8000
 
 _NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][+-]?\d+)?")
@@ -311,14 +311,6 @@ def to_document_section(
         for name, group in groups.items()
     ]
     return {"status": status, "reason": reason[-MAX_REASON:], "kernels": kernels}
-
-
-def document_kernel_name(name: str) -> str:
-    """A kernel name within the service's 1000 characters, distinct names staying distinct."""
-    if len(name) <= MAX_KERNEL_NAME:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:16]
-    return f"{name[: MAX_KERNEL_NAME - 20]}...#{digest}"
 
 
 def _merge_metrics(group: list[dict[str, Any]], keep: set[str] | None) -> dict[str, Any]:

@@ -7,6 +7,8 @@ import os
 import shutil
 from collections.abc import Iterable
 
+NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
+
 
 def find_nvcc() -> str | None:
     """nvcc as a suite's build finds it: $NVCC, the PATH, $CUDA_HOME or $CUDA_PATH, then
@@ -29,3 +31,8 @@ def find_tool(name: str, env_var: str, candidates: Iterable[str]) -> str | None:
             if os.access(path, os.X_OK):
                 return path
     return None
+
+
+def find_ncu() -> str | None:
+    """$KERNELWATCH_NCU, `ncu` on the PATH, or a usual install location."""
+    return find_tool("ncu", "KERNELWATCH_NCU", NCU_CANDIDATES)

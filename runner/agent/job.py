@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.agent import RunJob
-from runner.confirm import execute_confirmation
-from runner.measure import Outcome
-from runner.pipeline import Progress, RunRequest, execute
+from runner.agent.loop import RunJob
+from runner.measure.phase import Outcome
+from runner.run.confirm import execute_confirmation
+from runner.run.pipeline import Progress, RunRequest, execute
 
 log = logging.getLogger("runner.job")
 
@@ -97,7 +97,7 @@ def make_run_job(cache_dir: Path, only: str | None = None, console: Any = None) 
         progress = LogProgress(job["id"])
         bars = None
         if console is not None and console.is_terminal:
-            from runner.console import RichProgress
+            from runner.run.console import RichProgress
 
             bars = RichProgress(console)
         with bars or contextlib.nullcontext():

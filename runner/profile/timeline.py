@@ -6,7 +6,7 @@ it is probed once per host and binary (`nsys profile` of a trivial program; a fa
 remembered in ~/.cache/kernelwatch/nsys-probe.json), then each workload is profiled with
 `--capture-range cudaProfilerApi` and read with `nsys stats` (or `nsys export --type sqlite`).
 Otherwise CUPTI kernel activity records (cupti-python) trace the steps: the first timing
-process does it after its samples (runner.sampling.trace_steps), else a worker in mode
+process does it after its samples (runner.measure.sampling.trace_steps), else a worker in mode
 "timeline". The section says which source was used and why: {"source", "reason", "kernels":
 [{"kernel", "calls", "total_ns", "share"}]}.
 """
@@ -20,16 +20,15 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.measure import run_phase
-from runner.ncu import document_kernel_name
-from runner.tools import find_tool
+from runner.host.tools import find_tool
+from runner.measure.kernel_steps import STEPS, from_totals
+from runner.measure.phase import run_phase
 
-STEPS = 5
 NSYS_CANDIDATES = (
     "/usr/local/cuda/bin/nsys",
     "/opt/nvidia/nsight-systems/*/bin/nsys",
@@ -37,31 +36,6 @@ NSYS_CANDIDATES = (
     "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",  # bundled with ncu: may not report
 )
 PROBE_CACHE = Path.home() / ".cache" / "kernelwatch" / "nsys-probe.json"
-
-
-def from_totals(rows: Iterable[tuple[str, int, float]], steps: int) -> list[dict[str, Any]]:
-    """(kernel, instances, total ns) over `steps` steps -> per-step entries, largest first."""
-    merged: dict[str, list[float]] = {}
-    for name, count, total in rows:
-        entry = merged.setdefault(name, [0, 0.0])
-        entry[0] += count
-        entry[1] += total
-    grand = sum(total for _, total in merged.values())
-    kernels = [
-        {
-            "kernel": document_kernel_name(name),
-            "calls": max(1, round(count / steps)),
-            "total_ns": round(total / steps, 1),
-            "share": round(total / grand, 6) if grand > 0 else 0.0,
-        }
-        for name, (count, total) in merged.items()
-    ]
-    return sorted(kernels, key=lambda k: (-k["total_ns"], k["kernel"]))
-
-
-def aggregate(records: Iterable[tuple[str, int, int]], steps: int) -> list[dict[str, Any]]:
-    """CUPTI kernel records (name, start ns, end ns) of `steps` steps -> timeline entries."""
-    return from_totals(((name, 1, float(end - start)) for name, start, end in records), steps)
 
 
 def section(source: str, reason: str, kernels: list[dict[str, Any]]) -> dict[str, Any]:
@@ -246,7 +220,7 @@ def _config(suite: Any, wid: str, tracer: str) -> dict[str, Any]:
 
 
 def child_env(suite: Any, env: dict[str, str]) -> dict[str, str]:
-    """The environment of a worker run under a profiler (as runner.measure builds it)."""
+    """The environment of a worker run under a profiler (as runner.measure.phase builds it)."""
     out = {**os.environ, **env}
     out["PYTHONPATH"] = os.pathsep.join(p for p in (str(suite.root), out.get("PYTHONPATH")) if p)
     return out

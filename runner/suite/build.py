@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.suite import Suite, expand
+from runner.suite.load import Suite, expand
 
 LOG_TAIL = 20_000
 # ptxas -v: "Compiling entry function 'NAME' for 'sm_90'", then "Used N registers, ... B smem",

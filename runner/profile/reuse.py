@@ -10,15 +10,15 @@ depends on, and reused while none of it changed:
   profile's own configuration (metrics, sections, launches, the runner's profiling code);
 - the workload: its listing entry (id, parameters, FLOPs, bytes) and seed;
 - the code around the kernels, by git's blob ids: the Python files of the commit that the
-  profile worker imported (runner.worker reports them: a commit that changes only the service's
-  Python, its tests or benchmarks in the same repository keeps every section) and every other
-  file but native sources (CUDA/C/C++: NATIVE_SUFFIXES) and prose (documents, pictures:
+  profile worker imported (runner.worker reports them: a commit that changes only the
+  service's Python, its tests or benchmarks in the same repository keeps every section) and every
+  other file but native sources (CUDA/C/C++: NATIVE_SUFFIXES) and prose (documents, pictures:
   PROSE_SUFFIXES); a change to the suite's Python, its configuration or its data (or a file
   added) re-profiles every workload;
 - the kernels it launched when it was profiled (ncu's function names): their code in the build
   outputs that define them (in a cubin, that kernel's own sections and the data every kernel
-  may read, runner.cubin: a change to another kernel of the same file leaves it alone; in any
-  other ELF file or PTX holding the name, the whole file), every build output that is
+  may read, runner.profile.cubin: a change to another kernel of the same file leaves it alone; in
+  any other ELF file or PTX holding the name, the whole file), every build output that is
   not code (data a workload might read; BUILD_REPORT aside, the runner's own report of the
   build), and, for a name no code output holds, every output that cannot be searched for names
   (a fatbin: compressed) and, where a native source holds the name (compiled at run time),
@@ -30,9 +30,9 @@ profiled at).
 
 Each kernel's share of those dependencies is kept too, so a workload whose kernels' code changed
 (only that: the Python code, the host and the build's data are the same, so it launches the same
-kernels) gets `Found.stale` naming them: runner.profile profiles only those kernels' launches (an
-ncu kernel filter) and `merge` puts them beside the unchanged kernels' entries of the earlier
-section (a training step whose forward GEMM changed keeps its other kernels' entries). On
+kernels) gets `Found.stale` naming them: runner.profile.capture profiles only those kernels'
+launches (an ncu kernel filter) and `merge` puts them beside the unchanged kernels' entries of the
+earlier section (a training step whose forward GEMM changed keeps its other kernels' entries). On
 the H100 a commit that changed `gemm_bias_act_fwd` profiled 10 launches instead of 19 that way
 (11.3 s instead of 17.7-19.1 s for the ncu pass; .dev2.sh of 2026-11-26). What it assumes: an
 unchanged kernel's counters do not depend on what a changed kernel before it wrote (its inputs'
@@ -58,8 +58,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner import cubin
-from runner.ncu import MAX_REASON
+from runner.profile import cubin
+from runner.profile.ncu import MAX_REASON
 
 NATIVE_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp"})
 # Documents and pictures: no launch reads them, and a commit that touches only its README should
@@ -126,7 +126,7 @@ class BuildOutputs:
 
     def holding(self, name: str) -> dict[str, str]:
         """The code outputs that hold kernel `name`: 'file#kernel' -> the hash of that kernel's
-        code in a cubin that defines it (runner.cubin), else 'file' -> the whole file's."""
+        code in a cubin that defines it (runner.profile.cubin), else 'file' -> the whole file's."""
         identifier = search_name(name)
         needle = identifier.encode()
         found = {}

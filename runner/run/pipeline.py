@@ -2,7 +2,7 @@
 
 Timing: every selected workload that passed correctness is timed in the suite's [timing]
 processes, one after the other. A short launch (one that every one of those processes sampled
-on several placements in memory, runner.sampling.placements: a GPU launch of at most
+on several placements in memory, runner.measure.sampling.placements: a GPU launch of at most
 PLACEMENTS_MAX_US, not power-capped), whether CUDA events or CUPTI time it, is then timed in
 more processes, up to $KERNELWATCH_SHORT_PROCESSES in all (default: SHORT_PROCESSES_FACTOR x
 the suite's processes). Such a launch keeps an offset per process that no move inside the
@@ -26,7 +26,7 @@ offset shared by two passes, also when the longer workloads came between them
 (benchmarks/short_processes.py on the H100, 2026-11-26).
 
 The correctness workers and the timing processes are started while the build runs
-(runner.measure.WarmWorkers, `warm_plan`): each waits, warmed up, for its phase.
+(runner.measure.phase.WarmWorkers, `warm_plan`): each waits, warmed up, for its phase.
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner import environment, report
-from runner.agent import JobInterrupted
-from runner.build import run_build
-from runner.checkout import CheckoutError, Checkouts, _git
-from runner.host import DEFAULT_CACHE, require_gpu
-from runner.measure import Outcome, WarmWorkers, run_phase
-from runner.suite import Suite, load_suite
+from runner.host import environment
+from runner.host.checks import DEFAULT_CACHE, require_gpu
+from runner.measure.phase import Outcome, WarmWorkers, run_phase
+from runner.run import report
+from runner.suite.build import run_build
+from runner.suite.checkout import CheckoutError, Checkouts, _git
+from runner.suite.load import Suite, load_suite
 
 CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
 CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
@@ -79,6 +79,11 @@ class RunRequest:
     # A pull request's job: {"number", "base_ref", "base_sha"} (the target branch's tip when
     # the PR was pushed); the document names the merge base with it.
     pull_request: dict[str, Any] | None = None
+
+
+class JobInterrupted(Exception):
+    """Raised by `execute` (and a confirmation) when it stopped early because its stop event was
+    set: the agent releases the job, uncounted."""
 
 
 class Progress:
@@ -214,7 +219,7 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
 
     profiling = None
     if suite.device == "cuda" and ids:
-        from runner import profile
+        from runner.profile import capture as profile
 
         reuse = profile.reuse_for(
             request.cache_dir, suite.root, build_dir, commit, environment_section
@@ -299,7 +304,7 @@ def _check_time_and_profile(
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
     check_stop()
     if suite.device == "cuda" and passing:
-        from runner import profile
+        from runner.profile import capture as profile
 
         profile.capture_timelines(suite, [records[w] for w in passing], env, progress, log,
                                   check_stop)  # fmt: skip
@@ -342,20 +347,20 @@ def check_processes(suite: Suite) -> int:
             pass
     if suite.device != "cuda":
         return 1
-    from runner import gpuinfo
+    from runner.host import gpuinfo
 
     mode = gpuinfo.compute_mode()
     return CHECK_PROCESSES if mode in (None, gpuinfo.NVML_COMPUTEMODE_DEFAULT) else 1
 
 
 def warm_plan(suite: Suite) -> list[tuple[str, int]]:
-    """The workers a run starts ahead (runner.measure.WarmWorkers), as (mode, seed): its
+    """The workers a run starts ahead (runner.measure.phase.WarmWorkers), as (mode, seed): its
     correctness workers and its timing processes (the short launches' too, on a GPU); none
     with $KERNELWATCH_WARM_WORKERS=0 or on a GPU that admits one process at a time."""
     if os.environ.get(WARM_ENV, "1").strip().lower() in ("0", "no", "false", "off"):
         return []
     if suite.device == "cuda":
-        from runner import gpuinfo
+        from runner.host import gpuinfo
 
         if gpuinfo.compute_mode() not in (None, gpuinfo.NVML_COMPUTEMODE_DEFAULT):
             return []
@@ -376,8 +381,8 @@ def short_processes(suite: Suite) -> int:
 
 def short_launches(records: Any) -> list[str]:
     """The workloads that every one of their timing processes sampled on several placements
-    (runner.sampling: a short GPU launch, not power-capped) with a timer of SHORT_METHODS, in
-    the run's order."""
+    (runner.measure.sampling: a short GPU launch, not power-capped) with a timer of SHORT_METHODS,
+    in the run's order."""
     out = []
     for record in records:
         results = [t.result for t in record.timings if t.status == "ok" and t.result]

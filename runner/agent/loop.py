@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.client import ServiceClient, ServiceError, ServiceRefused, ServiceUnavailable
-from runner.host import HostError
-from runner.spool import Backoff, Spool, deliver, flush
+from runner.agent.client import ServiceClient, ServiceError, ServiceRefused, ServiceUnavailable
+from runner.agent.spool import Backoff, Spool, deliver, flush
+from runner.host.checks import HostError
+from runner.run.pipeline import JobInterrupted
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +42,6 @@ EXIT_OK = 0
 EXIT_REFUSED = 1  # the service refused the runner itself (token, URL): a person must act
 EXIT_HOST = 3  # this host cannot run jobs (its GPU stack broke): its job went back to the queue
 LOG_TAIL_CHARS = 20_000
-
-
-class JobInterrupted(Exception):
-    """Raised by `run_job` when it stopped early because its stop event was set."""
 
 
 @dataclass

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.client import ServiceClient, ServiceError, ServiceRefused
+from runner.agent.client import ServiceClient, ServiceError, ServiceRefused
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,150}$")
 _STALE_TEMP_SECONDS = 3600.0

@@ -1,11 +1,11 @@
-"""The profiling of a CUDA run: kernel timelines (runner.timeline) and one ncu pass
-(runner.ncu_pass) over the workloads that need one.
+"""The profiling of a CUDA run: kernel timelines (runner.profile.timeline) and one ncu pass
+(runner.profile.ncu_pass) over the workloads that need one.
 
 Measured on the H100 (default suite, 38 workloads): a pass over every workload takes 50-57 s,
 ~0.8 s of ncu per profiled launch; so only the workloads whose code changed since an earlier
 commit on this host are profiled, the others keep that commit's section, and where only some
 kernels of a workload changed, the pass profiles only their launches and keeps the others'
-entries (runner.profile_reuse). `Profiling` decides that as soon as the build is done and
+entries (runner.profile.reuse). `Profiling` decides that as soon as the build is done and
 starts the pass then (it warms up while correctness runs); `capture` hands it the workloads
 that passed. $KERNELWATCH_NCU_REUSE=0 profiles every workload.
 """
@@ -19,9 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runner import ncu, profile_reuse, timeline
-from runner.ncu_pass import LAUNCHES_PER_WORKLOAD, SECTIONS, NcuPass
-from runner.profile_reuse import ProfileReuse, merge
+from runner.profile import ncu, timeline
+from runner.profile import reuse as profile_reuse
+from runner.profile.ncu_pass import LAUNCHES_PER_WORKLOAD, SECTIONS, NcuPass
+from runner.profile.reuse import ProfileReuse, merge
 
 
 class Profiling:
@@ -153,12 +154,13 @@ def kernel_filter(kernels: list[str]) -> str | None:
 def reuse_for(
     cache: Path, worktree: Path, build_dir: Path, commit: str, environment: dict[str, Any]
 ) -> ProfileReuse | None:
-    """Reuse of earlier commits' sections for this run (runner.profile_reuse), unless turned
+    """Reuse of earlier commits' sections for this run (runner.profile.reuse), unless turned
     off; the key holds this pass's configuration and the runner's own code."""
     if not profile_reuse.enabled():
         return None
-    runner_code = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                   for p in sorted(Path(__file__).parent.glob("*.py"))}  # fmt: skip
+    package = Path(__file__).parents[1]  # the runner's code, every subpackage of it
+    runner_code = {p.relative_to(package).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+                   for p in sorted(package.rglob("*.py"))}  # fmt: skip
     config = {"metrics": list(ncu.METRICS), "sections": list(SECTIONS),
               "launches": LAUNCHES_PER_WORKLOAD, "runner": runner_code}  # fmt: skip
     return ProfileReuse(cache, worktree, build_dir, commit, environment, config)

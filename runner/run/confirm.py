@@ -14,13 +14,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner import environment, report
-from runner.agent import JobInterrupted
-from runner.build import BuildOutcome, run_build
-from runner.checkout import Checkouts, CommitInfo
-from runner.measure import run_phase
-from runner.pipeline import Progress, RunRequest, check_processes, repository_name
-from runner.suite import Suite, load_suite
+from runner.host import environment
+from runner.measure.phase import run_phase
+from runner.run import report
+from runner.run.pipeline import (
+    JobInterrupted,
+    Progress,
+    RunRequest,
+    check_processes,
+    repository_name,
+)
+from runner.suite.build import BuildOutcome, run_build
+from runner.suite.checkout import Checkouts, CommitInfo
+from runner.suite.load import Suite, load_suite
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.tools import find_nvcc, find_tool
+from runner.host.tools import find_nvcc, find_tool
 
 DEFAULT_CACHE = Path.home() / ".cache" / "kernelwatch"  # clones, worktrees, the spool
 MIN_FREE_BYTES = 5 << 30  # a clone, a worktree and a build of a suite, with room to spare
@@ -180,7 +180,7 @@ def agent_checks(
 ) -> list[Check]:
     """What a runner of `device` suites needs ("cuda": the GPU stack too); `everything` adds
     the optional tools (nvcc, ncu, cupti-python) that doctor reports."""
-    from runner.ncu_pass import NCU_CANDIDATES
+    from runner.host.tools import NCU_CANDIDATES
 
     optional = [
         _found("nvcc", find_nvcc(), "$NVCC, the PATH, $CUDA_HOME or /usr/local/cuda/bin",

@@ -6,10 +6,10 @@ stdout (the suite's own prints go to stderr), one `start` line before each workl
 A workload that leaves the CUDA context dead (a sticky error: an illegal address, a trap) gets
 an `error` line with status `crashed` and ends the process: it cannot fail the next workloads.
 Modes: `list`, `check` (correctness), `time` (cold samples to the stop rule), `timeline` (a few
-training steps with kernel activity traced, runner.timeline) and `profile` (each workload
-launched once inside an NVTX range, for one ncu pass over all of them, runner.ncu_pass). A
-config with `"wait": true` starts the worker ahead of its phase (runner.measure.WarmWorkers): it
-warms up (`warm_up`), then reads `{"ids": [...]}` from stdin (an empty stdin: it exits).
+training steps with kernel activity traced, runner.profile.timeline) and `profile` (each workload
+launched once inside an NVTX range, for one ncu pass over all of them, runner.profile.ncu_pass). A
+config with `"wait": true` starts the worker ahead of its phase (runner.measure.phase.WarmWorkers):
+it warms up (`warm_up`), then reads `{"ids": [...]}` from stdin (an empty stdin: it exits).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from runner import gpuinfo
-from runner.host import cuda_version
-from runner.sampling import time_workload, timing_inputs, workload_method
-from runner.suite import SuiteError, Timing, load_suite
-from runner.timers import make_timers
+from runner.host import gpuinfo
+from runner.host.checks import cuda_version
+from runner.measure.sampling import time_workload, timing_inputs, workload_method
+from runner.measure.timers import make_timers
+from runner.suite.load import SuiteError, Timing, load_suite
 
 
 class Protocol:
@@ -173,14 +173,14 @@ def handlers(
             bool(traced & set(w.tags)),
             inputs,
         )
-    if mode == "timeline":  # one training step's kernels, traced (see runner.timeline)
-        from runner.sampling import trace_workload
+    if mode == "timeline":  # one training step's kernels, traced (see runner.profile.timeline)
+        from runner.measure.sampling import trace_workload
 
         tracer, steps = config.get("tracer", "cupti"), int(config.get("steps", 0))
         inputs = timing_inputs(device)
         return lambda w, _: trace_workload(w, seed, tracer, steps, inputs)
-    if mode == "profile":  # one launch per workload, under ncu (see runner.ncu_pass)
-        from runner.ncu_pass import Launcher
+    if mode == "profile":  # one launch per workload, under ncu (see runner.profile.ncu_pass)
+        from runner.profile.ncu_pass import Launcher
 
         return Launcher([workloads[i] for i in config["ids"]], seed, ranges)
     raise ValueError(f"unknown worker mode {mode!r}")
@@ -241,8 +241,8 @@ def _one_line(exc: BaseException) -> str:
 
 
 def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[str, Any]] | None:
-    """What a worker started ahead of its phase does before its ids come (runner.measure.
-    WarmWorkers, runner.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, a timing
+    """What a worker started ahead of its phase does before its ids come (runner.measure.phase.
+    WarmWorkers, runner.profile.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, a timing
     worker's whole handler (timers, flush buffers, the clock watch), a profile worker's one
     warm-up launch. Nothing of the suite's own code: the build may still be writing it."""
     if config["device"] == "cuda":
@@ -252,7 +252,7 @@ def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[st
     if config["mode"] == "time":
         return handlers(config, ranges, {})
     if config["mode"] == "profile":  # under ncu: its setup at the first profiled kernel, now
-        from runner.ncu_pass import warm_up_profiler
+        from runner.profile.ncu_pass import warm_up_profiler
 
         warm_up_profiler()
     return None
@@ -312,7 +312,7 @@ def main(config_path: str) -> int:
             )
             protocol.out.flush()
             os._exit(3)  # no interpreter teardown: CuPy's frees would fail on the dead context
-    # A profile's reuse depends on the worktree's Python this process ran (runner.profile_reuse)
+    # A profile's reuse depends on the worktree's Python this process ran (runner.profile.reuse)
     files = imported_files(config["root"]) if config["mode"] == "profile" else []
     protocol.send(event="done", files=files)
     return 0
@@ -320,7 +320,7 @@ def main(config_path: str) -> int:
 
 def imported_files(root: str) -> list[str]:
     """The Python files under `root` (the suite's worktree) that this process imported, as
-    paths in it: what its launches ran besides the kernels (runner.profile_reuse)."""
+    paths in it: what its launches ran besides the kernels (runner.profile.reuse)."""
     base = Path(root).resolve()
     found = set()
     for module in list(sys.modules.values()):
@@ -386,7 +386,3 @@ def _nvtx(device: str) -> _NoRanges | _NvtxRanges:
         return _NvtxRanges()
     except Exception:  # NVTX is a nicety; its absence must not stop a measurement
         return _NoRanges()
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))

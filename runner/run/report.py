@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from runner.build import BuildOutcome
-from runner.checkout import CommitInfo
-from runner.measure import Outcome
+from runner.measure.phase import Outcome
+from runner.suite.build import BuildOutcome
+from runner.suite.checkout import CommitInfo
 
 SCHEMA_VERSION = 1
 

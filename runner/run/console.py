@@ -9,8 +9,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from runner.measure import Outcome
-from runner.pipeline import Progress as RunProgress
+from runner.measure.phase import Outcome
+from runner.run.pipeline import Progress as RunProgress
 
 
 class RichProgress(RunProgress):

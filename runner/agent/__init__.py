@@ -1,0 +1,1 @@
+"""The agent: the loop with the service (claim, heartbeat, post, release) and the job it runs."""
