@@ -326,6 +326,8 @@ def _merge_metrics(group: list[dict[str, Any]], keep: set[str] | None) -> dict[s
         unit = values[0][1]
         same = [x for x in (_convert(v, u, unit) for v, u in values) if x is not None]
         merged[name] = {"value": _median(same), "unit": unit}
+        if name in METRICS:  # the service shows a metric by the runner's label (METRICS)
+            merged[name]["label"] = METRICS[name]
     return merged
 
 

@@ -30,19 +30,6 @@ RESOURCE_LABELS = {
 MIN_KERNEL_SHARE = 0.10  # kernels that account for less of the slowdown are not named
 MAX_KERNELS = 3
 MOVED_METRICS = 12  # per kernel: the counters that moved most, for a person to look at
-# Labels of the metric set captures had before the counters that estimate time (issue 15):
-# such a capture gets its most-moved counters named, unranked.
-LEGACY_LABELS = {
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed": "SM throughput",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed": "memory throughput",
-    "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved occupancy",
-    "smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio": "long-scoreboard stall",
-    "dram__bytes_read.sum": "DRAM read",
-    "dram__bytes_write.sum": "DRAM written",
-    "lts__t_sector_hit_rate.pct": "L2 hit rate",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": "shared load bank conflicts",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "shared store bank conflicts",
-}
 
 
 def describe_workload(name: str, params: dict[str, Any]) -> str:
@@ -63,6 +50,7 @@ class _Side:
 
     def __init__(self, session: Session, run: Run | None, series: Series) -> None:
         self.counters: dict[str, dict[str, float]] = {}
+        self.labels: dict[str, dict[str, str]] = {}  # the runner's, sent with each capture
         self.findings: dict[str, dict[str, float | None]] = {}
         self.timeline: dict[str, float] = {}
         self.resources: dict[str, dict[str, int]] = {}
@@ -81,6 +69,7 @@ class _Side:
         self.kernels = list(rw.kernels)
         for c in session.scalars(select(NcuKernel).where(NcuKernel.run_workload_id == rw.id)):
             self.counters[c.kernel] = {n: float(v["value"]) for n, v in c.metrics.items()}
+            self.labels[c.kernel] = {n: v["label"] for n, v in c.metrics.items() if "label" in v}
             self.findings[c.kernel] = {f["rule"]: f["estimated_speedup"] for f in c.findings}
         for t in session.scalars(
             select(TimelineEntry).where(TimelineEntry.run_workload_id == rw.id)
@@ -127,12 +116,16 @@ def _row(
             "share": share}  # fmt: skip
 
 
-def _moved_metrics(base: dict[str, float], head: dict[str, float]) -> list[dict[str, Any]]:
+def _moved_metrics(
+    base: dict[str, float], head: dict[str, float], labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """The counters that moved most, each with its label (ncu's name where the runner sent none)."""
     rows = []
     for name in sorted(set(base) & set(head)):
         before, after = base[name], head[name]
         moved = (after - before) / abs(before) if before else (0.0 if after == before else 1.0)
-        rows.append({"metric": name, "base": before, "head": after, "change": moved})
+        rows.append({"metric": name, "label": labels.get(name, name), "base": before,
+                     "head": after, "change": moved})  # fmt: skip
     rows.sort(key=lambda m: -abs(m["change"]))
     return rows[:MOVED_METRICS]
 
@@ -169,7 +162,7 @@ def _explain_kernel(row: dict[str, Any], base: _Side, head: _Side) -> dict[str, 
         # own two durations are one launch each, with clocks as they were.
         slowdown = t_head * change / (1 + change) if change > -1 else 0.0
         out["causes"] = [c.as_dict() for c in rank(candidates(b, h), slowdown)]
-        out["metrics"] = _moved_metrics(b, h)
+        out["metrics"] = _moved_metrics(b, h, head.labels.get(kernel, {}))
         out["legacy"] = L1_SECTORS not in h  # captured before the counters that rank causes
         out["stalls"] = top_stalls(b, h)
         fb, fh = base.findings.get(kernel, {}), head.findings.get(kernel, {})
@@ -242,9 +235,9 @@ def summary(
             )
         elif k.get("legacy"):
             moved = [
-                f"{LEGACY_LABELS[m['metric']]} {m['base']:.3g}→{m['head']:.3g}"
+                f"{m['label']} {m['base']:.3g}→{m['head']:.3g}"
                 for m in k["metrics"]
-                if m["metric"] in LEGACY_LABELS and abs(m["change"]) >= 0.05
+                if m["metric"] != DURATION and abs(m["change"]) >= 0.05
             ][:2]
             part += ": not ranked (its ncu capture lacks the counters that estimate time)"
             part += f"; moved most: {', '.join(moved)}" if moved else ""

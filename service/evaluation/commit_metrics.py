@@ -10,7 +10,7 @@ import orjson
 from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session, aliased
 
-from service.analysis.work import WORK_COUNTERS, describe
+from service.analysis.work import describe
 from service.core.sql import among
 from service.models import (
     BuildResource,
@@ -184,7 +184,8 @@ _WORKLOAD = [
     RunWorkload.ncu_status, RunWorkload.ncu_note,
 ]  # fmt: skip
 _WORK = [
-    WorkVerdict.run_workload_id, WorkVerdict.kernel, WorkVerdict.counter, WorkVerdict.value,
+    WorkVerdict.run_workload_id, WorkVerdict.kernel, WorkVerdict.counter, WorkVerdict.label,
+    WorkVerdict.value,
     WorkVerdict.base_value, WorkVerdict.change, WorkVerdict.verdict,
 ]  # fmt: skip
 _CORRECTNESS = [
@@ -444,8 +445,8 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def work_public(wv: WorkVerdict | Row[Any]) -> dict[str, Any]:
-    note = describe(wv.counter, wv.change) if wv.verdict == "changed" else ""
-    label = WORK_COUNTERS.get(wv.counter, (wv.counter, 0.0))[0]
+    label = wv.label or wv.counter
+    note = describe(label, wv.change) if wv.verdict == "changed" else ""
     return {"counter": wv.counter, "label": label, "value": wv.value,
             "base_value": wv.base_value, "change": wv.change, "verdict": wv.verdict,
             "note": note}  # fmt: skip

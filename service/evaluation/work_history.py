@@ -61,7 +61,10 @@ def work_history(
             "change": wv.change,
         }
     kernels: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    labels = {c: c for c in WORK_COUNTERS}  # the runner's labels where its captures had them
     for r in rows:
+        labels.update({c: r.metrics[c]["label"] for c in WORK_COUNTERS
+                       if "label" in r.metrics.get(c, {})})  # fmt: skip
         values = {c: float(r.metrics[c]["value"]) for c in WORK_COUNTERS if c in r.metrics}
         if values:
             kernels[r.kernel].append({
@@ -75,7 +78,7 @@ def work_history(
         {
             "series": series_public(series, repository).model_dump(),
             "branch": branch,
-            "counters": {c: label for c, (label, _) in WORK_COUNTERS.items()},
+            "counters": labels,
             "kernels": [{"kernel": k, "points": p} for k, p in kernels.items()],
         }
     )

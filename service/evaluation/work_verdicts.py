@@ -13,7 +13,7 @@ from service.models import NcuKernel, RunWorkload, WorkVerdict
 
 
 def _captures(session: Session, run_id: int) -> dict[tuple[str, str, str], Any]:
-    """(workload, params key, kernel) -> (run workload id, {counter: value})."""
+    """(workload, params key, kernel) -> (run workload id, {counter: value}, {counter: label})."""
     rows = session.execute(
         select(
             RunWorkload.id,
@@ -29,6 +29,7 @@ def _captures(session: Session, run_id: int) -> dict[tuple[str, str, str], Any]:
         (name, key, kernel): (
             wl_id,
             {c: float(metrics[c]["value"]) for c in WORK_COUNTERS if c in metrics},
+            {c: metrics[c].get("label", "") for c in WORK_COUNTERS if c in metrics},
         )
         for wl_id, name, key, kernel, metrics in rows
     }
@@ -42,7 +43,7 @@ def judge_work(session: Session, run_id: int, previous_run_id: int | None) -> li
     head = _captures(session, run_id)
     base = _captures(session, previous_run_id) if previous_run_id is not None and head else {}
     out = []
-    for key, (wl_id, counters) in head.items():
+    for key, (wl_id, counters, labels) in head.items():
         before = base.get(key, (None, None))[1]
         for counter, base_value, value, verdict, change in verdicts(before, counters):
             out.append(
@@ -50,6 +51,7 @@ def judge_work(session: Session, run_id: int, previous_run_id: int | None) -> li
                     run_workload_id=wl_id,
                     kernel=key[2],
                     counter=counter,
+                    label=labels[counter],
                     value=value,
                     base_value=base_value,
                     base_run_id=previous_run_id if base_value is not None else None,

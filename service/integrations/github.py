@@ -220,7 +220,7 @@ def _more_work(session: Session, runs: list[Run]) -> list[str]:
     most: dict[tuple[int, str], str] = {}  # one line per kernel: its most grown counter
     for v, w in grown:
         named = series_label(w.name, w.params, v.kernel, compact=True)
-        label = f"{named}: {describe(v.counter, v.change)}"
+        label = f"{named}: {describe(v.label or v.counter, v.change)}"
         most.setdefault((w.id, v.kernel), label)
     return list(most.values())
 

@@ -61,6 +61,8 @@ class WorkVerdict(Base):
     run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
     kernel: Mapped[str] = mapped_column(String(1000))
     counter: Mapped[str] = mapped_column(String(300))
+    # How the counter is shown: the runner's label sent with the capture ("" from older runners).
+    label: Mapped[str] = mapped_column(String(200), default="", server_default="")
     value: Mapped[float] = mapped_column(Float)
     base_value: Mapped[float | None] = mapped_column(Float)
     base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))

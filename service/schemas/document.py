@@ -257,6 +257,9 @@ class TimelineIn(Strict):
 class NcuValueIn(Strict):
     value: float
     unit: Unit  # checked by NcuKernelIn, once per kernel rather than once per metric
+    # The runner's name for the metric (its one table, runner/profile/ncu.py METRICS), which
+    # the service shows instead of ncu's; a document from an older runner has none.
+    label: Annotated[str, StringConstraints(max_length=200)] = ""
 
 
 class NcuFindingIn(Strict):

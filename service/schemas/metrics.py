@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -126,6 +126,7 @@ class MetricPublic(BaseModel):
 class NcuValue(TypedDict):
     value: float
     unit: str
+    label: NotRequired[str]  # the runner's name for the metric; none from older runners
 
 
 class NcuFindingPublic(TypedDict):

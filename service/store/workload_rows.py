@@ -217,7 +217,7 @@ def store_workloads(
             {
                 "run_workload_id": i,
                 "kernel": k.kernel,
-                "metrics": {n: {"value": v.value, "unit": v.unit} for n, v in k.metrics.items()},
+                "metrics": {n: _stored_metric(v) for n, v in k.metrics.items()},
                 "findings": [f.model_dump() for f in k.findings],
             }
             for i, w in pairs
@@ -232,6 +232,14 @@ def store_workloads(
         [_result_row(doc, run_id, commit, ids[t.index], series[t.identity], t) for t in timed],
     )
     return len(timed)
+
+
+def _stored_metric(v: Any) -> dict[str, Any]:
+    """An ncu metric as stored: value, unit and, where the runner named it, its label."""
+    stored = {"value": v.value, "unit": v.unit}
+    if v.label:
+        stored["label"] = v.label
+    return stored
 
 
 def drawn_ids(session: Session, model: type, count: int) -> Any:

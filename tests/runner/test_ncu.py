@@ -178,7 +178,7 @@ def test_synthetic_raw_values_names_and_na() -> None:
     }
     section = ncu.to_document_section([launch], metrics=["gpu__time_duration.sum", "a__x.ratio"])
     assert section["kernels"][0]["metrics"] == {
-        "gpu__time_duration.sum": {"value": 1234567.5, "unit": "ns"}
+        "gpu__time_duration.sum": {"value": 1234567.5, "unit": "ns", "label": "duration"}
     }
 
 
@@ -235,7 +235,11 @@ def test_document_section_keeps_the_fixed_set_from_raw_pages(raw: list[dict]) ->
     kernels = ncu.to_document_section(raw)["kernels"]
     assert all(k["metrics"].keys() <= ncu.METRICS.keys() for k in kernels)
     gemm = kernels[0]["metrics"]
-    assert gemm["launch__registers_per_thread"] == {"value": 32.0, "unit": "register/thread"}
+    assert gemm["launch__registers_per_thread"] == {
+        "value": 32.0,
+        "unit": "register/thread",
+        "label": "registers per thread",
+    }
     assert gemm["gpu__time_duration.sum"]["unit"] == "ns"
     wanted = ncu.to_document_section(raw, metrics=["dram__bytes.sum"])["kernels"][0]["metrics"]
     assert list(wanted) == ["dram__bytes.sum"]
@@ -386,3 +390,19 @@ def test_the_whole_set_came_back_from_an_h100() -> None:
     for per_kernel in counted.values():
         for values in per_kernel.values():
             assert all(len(values[name]) == 15 for name in later)  # 3 processes x 5 launches
+
+
+def test_each_metric_of_the_fixed_set_carries_the_runners_label() -> None:
+    """The one table of ncu metrics is the runner's: each metric of METRICS travels with its
+    label (the service shows it); a metric outside the set (a details page's) has none."""
+    launches = [
+        {"kernel": "k", "page": "raw", "metrics": {
+            "smsp__inst_executed.sum": {"value": 120.0, "unit": "inst"},
+            "dram__bytes_read.sum": {"value": 64.0, "unit": "byte"}}, "findings": []},
+        {"kernel": "k", "page": "details", "metrics": {
+            "Registers Per Thread": {"value": 32.0, "unit": "register/thread"}}, "findings": []},
+    ]  # fmt: skip
+    (kernel,) = ncu.to_document_section(launches)["kernels"]
+    assert kernel["metrics"]["smsp__inst_executed.sum"]["label"] == "instructions executed"
+    assert kernel["metrics"]["dram__bytes_read.sum"]["label"] == ncu.METRICS["dram__bytes_read.sum"]
+    assert "label" not in kernel["metrics"]["Registers Per Thread"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from service.analysis import causes as C
-from service.evaluation.attribution import kernel_changes
+from service.evaluation.attribution import _moved_metrics, kernel_changes, summary
+from service.models import Series
 
 FIXTURES = Path(__file__).parent / "fixtures" / "causes_h100"
 
@@ -211,3 +212,19 @@ def test_the_h100_aa_captures_show_no_cause_worth_naming() -> None:
         a = aa[key]
         causes = C.rank(C.candidates(b, a), 0.05 * a[C.DURATION])
         assert all(c.share < 0.5 for c in causes), (key, [(c.kind, c.share) for c in causes])
+
+
+def test_an_unranked_capture_names_what_moved_by_the_runners_labels() -> None:
+    """A capture without the counters that rank causes names the counters that moved most, by
+    the label the runner sent (ncu's name without one), never its duration."""
+    base = {"dram__bytes_read.sum": 1e6, "gpu__time_duration.sum": 10.0, "x__y.sum": 5.0}
+    head = {"dram__bytes_read.sum": 2e6, "gpu__time_duration.sum": 12.0, "x__y.sum": 8.0}
+    moved = _moved_metrics(base, head, {"dram__bytes_read.sum": "DRAM bytes read"})
+    assert [(m["metric"], m["label"]) for m in moved] == [
+        ("dram__bytes_read.sum", "DRAM bytes read"), ("x__y.sum", "x__y.sum"),
+        ("gpu__time_duration.sum", "gpu__time_duration.sum")]  # fmt: skip
+    kernel = {"kernel": "k", "change": 0.2, "share": 1.0, "legacy": True, "ncu": True,
+              "resources": [], "metrics": moved}  # fmt: skip
+    text = summary(Series(workload="stream", params={}), 0.2, [kernel], [], True)
+    assert "moved most: DRAM bytes read 1e+06→2e+06, x__y.sum 5→8" in text
+    assert "duration" not in text

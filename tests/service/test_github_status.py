@@ -187,7 +187,11 @@ def _counted(doc: dict[str, Any], instructions: float, policy: str) -> dict[str,
     for w in doc["workloads"]:
         sectors = {"value": instructions / 50, "unit": "sector"}
         metrics = {  # two counters of one kernel grow: one kernel with more work
-            "smsp__inst_executed.sum": {"value": instructions, "unit": "inst"},
+            "smsp__inst_executed.sum": {
+                "value": instructions,
+                "unit": "inst",
+                "label": "instructions executed",
+            },  # as the runner sends it
             "lts__t_sectors_srcunit_tex_op_read.sum": sectors,
         }
         w["ncu"] = {"status": "ok", "kernels": [{"kernel": w["kernels"][0], "metrics": metrics}]}
@@ -198,7 +202,11 @@ def _counted(doc: dict[str, Any], instructions: float, policy: str) -> dict[str,
     ("policy", "state", "description"),
     [
         ("notice", "success", "1 unchanged"),
-        ("fail", "failure", "1 more work, 1 unchanged (gemm_fwd 1024³ k: instructions +3.0%)"),
+        (
+            "fail",
+            "failure",
+            "1 more work, 1 unchanged (gemm_fwd 1024³ k: instructions executed +3.0%)",
+        ),
     ],
 )
 def test_more_work_fails_the_status_only_where_the_suite_opts_in(
