@@ -13,7 +13,8 @@ the kernel timeline, one ncu pass) and writes its result document; the truth com
 benchmarks/cause_truth.py (base and head builds interleaved, L2 flushed). `--table` starts a
 real `kernelwatch serve` (SQLite), posts the three documents over HTTP, and reads each alert's
 attribution: the kernel and the cause it ranks first, with the share of the slowdown it
-explains. The documents are the fixtures that tests/service/test_cause_benchmark.py replays.
+explains. The documents are the fixtures that
+tests/service/evaluation/test_cause_benchmark.py replays.
 """
 
 from __future__ import annotations

@@ -126,7 +126,8 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
     from service.core.settings import Settings
 
     # Verdicts before the POST answers and no quiet time before change points: a test reads
-    # them right after its posts (tests/service/test_backlog.py covers the deferred default).
+    # them right after its posts (tests/service/evaluation/test_backlog.py covers the deferred
+    # default).
     return Settings(
         database_url=db_url,
         data_dir=tmp_path,

@@ -12,7 +12,7 @@ from service.models import Run, WebhookDelivery
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.live_server import LiveServer
-from tests.service.test_queue import make_runner
+from tests.service.store.test_queue import make_runner
 from tests.service.test_webhook import Hook, _server
 
 

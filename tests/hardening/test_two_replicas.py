@@ -24,7 +24,7 @@ from tests.conftest import ADMIN_TOKEN, _truncate_all
 from tests.documents import sha_for
 from tests.e2e import free_port, wait_for
 from tests.history import Line
-from tests.service.test_alerts import runner_token
+from tests.service.evaluation.test_alerts import runner_token
 from tests.service.test_history import (
     KERNELS,
     FakeRunner,

@@ -9,7 +9,7 @@ import pytest
 from runner.suite.load import SuiteError, load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_fixture_and_the_default_suite_load() -> None:

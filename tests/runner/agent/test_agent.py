@@ -36,9 +36,9 @@ from service.models import Job, Run, Runner
 from service.store import jobs as queue
 from tests.documents import document
 from tests.live_server import LiveServer
-from tests.service.test_queue import expire_leases, make_jobs, make_runner
+from tests.service.store.test_queue import expire_leases, make_jobs, make_runner
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUNNER = "h100-a"
 
 

@@ -23,7 +23,7 @@ from service.store import notifications as outbox
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
-from tests.service.test_alerts import confirmation, regressed_history, runner_token
+from tests.service.evaluation.test_alerts import confirmation, regressed_history, runner_token
 
 SECRET_PATH = "/hooks/T000/B000/s3cr3t-token"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "docs" / "example-suite"
 DOC = (ROOT / "docs" / "suites.md").read_text()
 RUNNER = Path(sys.executable).with_name("kernelwatch-runner")

@@ -9,7 +9,7 @@ import pytest
 
 from runner.profile.cubin import kernel_hashes
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cubin"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "cubin"
 
 
 def hashes(name: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ import pytest
 from runner.document.names import document_kernel_name
 from runner.profile import ncu
 
-FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "ncu"
 RAW = FIXTURES / "h100_selected_metrics_raw.csv"
 DETAILS = FIXTURES / "h100_basic_sections_details.csv"
 PASS = FIXTURES / "h100_kernelwatch_pass_details.csv"  # the exact pass ncu_command builds
@@ -376,7 +376,7 @@ def test_the_whole_set_came_back_from_an_h100() -> None:
     """The cause benchmark's capture (benchmarks/cause_gpu.py, H100, ncu 2025.3.1): every
     name of the set, for every kernel of both builds, as a number; the one name added after it
     (L2 sectors read by the SMs) in the work-counter capture (benchmarks/work_counters.py)."""
-    root = Path(__file__).parents[2]
+    root = Path(__file__).parents[3]
     later = {"lts__t_sectors_srcunit_tex_op_read.sum"}
     folder = root / "tests" / "service" / "fixtures" / "causes_h100"
     for name in ("base.json.gz", "head.json.gz"):

@@ -12,7 +12,7 @@ from service.analysis import causes as C
 from service.evaluation.attribution import _moved_metrics, kernel_changes, summary
 from service.models import Series
 
-FIXTURES = Path(__file__).parent / "fixtures" / "causes_h100"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "causes_h100"
 
 # A memory-bound streaming kernel on the H100 (rounded from the cause benchmark's base capture).
 STREAM = {

@@ -254,7 +254,7 @@ def test_turned_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_another_kernel_of_the_same_cubin_changing_keeps_the_section(
     tmp_path: Path, repo: Path
 ) -> None:
-    real = Path(__file__).parent / "fixtures" / "cubin"
+    real = Path(__file__).parents[1] / "fixtures" / "cubin"
     section = {**SECTION, "kernels": [{**SECTION["kernels"][0], "kernel": "ka"}]}
     out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
     reuse(tmp_path, repo, out).store(INFO, section)
@@ -276,7 +276,7 @@ TWO = {"status": "ok", "reason": "", "kernels": [kernel("ka", 1.0), kernel("kb",
 def test_a_workload_of_two_kernels_where_one_changed_names_that_one_stale(
     tmp_path: Path, repo: Path
 ) -> None:
-    real = Path(__file__).parent / "fixtures" / "cubin"
+    real = Path(__file__).parents[1] / "fixtures" / "cubin"
     out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
     reuse(tmp_path, repo, out).store(INFO, TWO)
     out = build(tmp_path, {"t.cubin": (real / "kb_changed.cubin").read_bytes()})
@@ -306,7 +306,7 @@ def test_kernels_in_two_outputs_and_a_library_kernel(tmp_path: Path, repo: Path)
 def test_an_entry_kept_without_each_kernels_dependencies_is_reused_whole_or_not_at_all(
     tmp_path: Path, repo: Path
 ) -> None:
-    real = Path(__file__).parent / "fixtures" / "cubin"
+    real = Path(__file__).parents[1] / "fixtures" / "cubin"
     out = build(tmp_path, {"t.cubin": (real / "two_kernels.cubin").read_bytes()})
     kept = reuse(tmp_path, repo, out)
     kept.store(INFO, TWO)

@@ -18,7 +18,7 @@ from runner.profile import capture as profile
 from runner.profile import ncu, ncu_pass
 from runner.suite.load import Timing
 
-PASS = Path(__file__).parent / "fixtures" / "ncu" / "h100_kernelwatch_pass_details.csv"
+PASS = Path(__file__).parents[1] / "fixtures" / "ncu" / "h100_kernelwatch_pass_details.csv"
 NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
 IDS = ["gemm[a]", "cublas[b]", "adamw[c]", "gemm[d]"]
 # launch ID in the real capture -> workload index (None: launched outside every range)
