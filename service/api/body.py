@@ -10,9 +10,9 @@ import orjson
 from fastapi import Request
 
 from service.core.errors import ApiError
+from service.schemas.digest import document_digest
 from service.schemas.document import find_non_finite
 from service.schemas.text import may_hold_unstorable, unstorable_text
-from service.store.ingest import document_digest
 
 # How deep a JSON body may nest. A result document is ~6 levels deep and a GitHub payload ~5;
 # deeper input is refused before anything walks it (the checks after parsing, pydantic and

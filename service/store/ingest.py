@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -24,6 +21,7 @@ from service.models import (
     RunWorkload,
 )
 from service.models.base import utcnow
+from service.schemas.digest import document_digest, legacy_digest
 from service.schemas.document import RunDocument
 from service.store.lines import check_line, parent_columns
 from service.store.upsert import find_or_insert
@@ -50,27 +48,6 @@ class IngestOutcome:
     results: int
     detail: str | None = None
     pk: int | None = None  # the stored run's row, for its analysis
-
-
-def document_digest(raw: Any) -> str:
-    """SHA-256 of the document's canonical JSON (keys sorted, no spaces).
-
-    `raw` holds no NaN or infinity: the route refuses those first, and orjson, which would
-    write them as null, is only given what it parsed itself or what has been checked."""
-    try:
-        canonical = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # an integer beyond 64 bits, which only the json module reads exactly
-        return legacy_digest(raw)
-    return hashlib.sha256(canonical).hexdigest()
-
-
-def legacy_digest(raw: Any) -> str:
-    """The digest of runs stored before orjson, which canonicalized through the json module:
-    a run posted again after the upgrade still matches its stored self.
-
-    ValueError if `raw` holds a NaN or an infinity."""
-    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 def ingest(

@@ -8,8 +8,8 @@ import pytest
 
 from service.api.body import parse_document
 from service.core.errors import ApiError
+from service.schemas.digest import document_digest, legacy_digest
 from service.schemas.document import find_non_finite
-from service.store.ingest import document_digest, legacy_digest
 
 NON_FINITE = [
     (b'{"a": NaN}', "a"),

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import Engine, func, select, update
 
 from service.models import Base, NcuKernel, Run
-from service.store.ingest import legacy_digest
+from service.schemas.digest import legacy_digest
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, example_document
 from tests.live_server import LiveServer
