@@ -14,7 +14,6 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
-from dashboards import STATIC_DIR
 from service.api.access import ReadAccess
 from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import RefuseNulInUrl, install_error_handlers
@@ -41,6 +40,7 @@ from service.pages import alerts as alerts_page
 from service.pages import commit as commit_page
 from service.pages import compare as compare_page
 from service.pages import overview, pulls, trends, vendor
+from service.pages.render import STATIC_DIR
 from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)

@@ -17,11 +17,12 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards import TEMPLATES_DIR
 from dashboards.format import FILTERS
 from dashboards.style import VERDICT_ORDER, verdict_colour
 from service.core.errors import ApiError
 
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+STATIC_DIR = Path(__file__).resolve().parent / "static"  # the pages' CSS, JavaScript, icon
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 templates.env.filters.update(FILTERS)
 templates.env.globals.update(verdict_colour=verdict_colour, verdict_order=VERDICT_ORDER)
