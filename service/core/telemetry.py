@@ -40,7 +40,8 @@ for _outcome in ("stored", "duplicate"):  # shown at 0 before the first, as Prom
     RUNS_INGESTED.labels(_outcome)
 INGEST_SECONDS = Histogram(
     "kernelwatch_ingest_seconds",
-    "Seconds from a result document's arrival to its answer (validation and storage)",
+    "Seconds from a result document's arrival to its answer (validation and storage, and the "
+    "verdicts where the service judges in the request)",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 JOBS_CLAIMED = Counter("kernelwatch_jobs_claimed", "Jobs handed to a runner under a lease")
