@@ -15,7 +15,7 @@ from sqlalchemy.exc import TimeoutError as SqlTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.core.errors import ApiError
+from service.core.errors import ApiError, Conflict, DomainError, InvalidReference, NotFound
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5
@@ -62,7 +62,26 @@ class RefuseNulInUrl:
         await self.app(scope, receive, send)
 
 
+# The HTTP answer to each kind of the domain's errors (service/core/errors.py).
+DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409, InvalidReference: 400}
+
+
+def as_api_error(exc: DomainError) -> ApiError:
+    status = next(s for kind, s in DOMAIN_STATUS.items() if isinstance(exc, kind))
+    return ApiError(status, exc.detail, **exc.extra)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(DomainError)
+    async def _domain_error(request: Request, exc: DomainError) -> Response:
+        answer = as_api_error(exc)
+        if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
+            from service.pages.render import error_page  # a page: the words on a page
+
+            return error_page(request, answer)
+        return JSONResponse(status_code=answer.status, content={"detail": answer.detail,
+                                                                **answer.extra})  # fmt: skip
+
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(

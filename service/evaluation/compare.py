@@ -6,7 +6,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.verdicts import Q, rank_test_p_values
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference
 from service.evaluation.commit_metrics import latest_runs
 from service.models import Commit, Result, Series
 from service.schemas.alerts import CompareRow, ComparisonPublic
@@ -33,7 +33,7 @@ def compare_commits(
     base_commit, repo = resolve_commit(session, base, repository)
     head_commit, head_repo = resolve_commit(session, head, repository or repo)
     if head_repo != repo:
-        raise ApiError(400, f"{base} is in {repo} but {head} is in {head_repo}")
+        raise InvalidReference(f"{base} is in {repo} but {head} is in {head_repo}")
     before, after = _results(session, base_commit), _results(session, head_commit)
     common = sorted(set(before) & set(after))
     p_values = rank_test_p_values(

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.core.errors import ApiError
+from service.core.errors import Conflict
 from service.evaluation import bisect
 from service.evaluation.alerts import confirm
 from service.models import Job, Runner
@@ -25,18 +25,17 @@ from service.store.workload_rows import InvalidDocument, summarize_timings
 
 def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:
     if doc.job_id is None or not doc.lease_token:
-        raise ApiError(409, "a runner's document needs job_id and lease_token of its claim")
+        raise Conflict("a runner's document needs job_id and lease_token of its claim")
     runner = session.get(Runner, runner_id)
     assert runner is not None
     if doc.runner is not None and doc.runner.name != runner.name:
-        raise ApiError(
-            409,
+        raise Conflict(
             f"the document names runner {doc.runner.name!r}, "
             f"but the token belongs to {runner.name!r}",
         )
     job = current_attempt(session, doc.job_id, doc.lease_token, runner)
     if job.commit_sha != doc.commit.sha:
-        raise ApiError(409, f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}")
+        raise Conflict(f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}")
     return job, runner
 
 
@@ -70,10 +69,9 @@ def _apply_confirmation(
 ) -> IngestOutcome:
     what = "confirmation" if kind == "confirm" else "bisect"
     if doc.paired_base is None:
-        raise ApiError(
-            422,
-            f"invalid document: a {what} job's document needs paired_base "
-            "(the base commit measured interleaved with the head)",
+        raise InvalidDocument(
+            f"a {what} job's document needs paired_base "
+            "(the base commit measured interleaved with the head)"
         )
     # Not stored, but judged: its numbers must hold in microseconds as a stored run's do.
     summarize_timings(doc, 0)
@@ -84,8 +82,7 @@ def _apply_confirmation(
     with factory() as session, session.begin():
         job, runner = _leased_job(session, doc, runner_id)
         if doc.paired_base.commit.sha != job.payload.get("base_sha"):
-            raise ApiError(
-                409,
+            raise Conflict(
                 f"job {job.id} measures against {job.payload.get('base_sha')}, "
                 f"not {doc.paired_base.commit.sha}",
             )

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session, defer
 
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference, NotFound
 from service.models import (
     Commit,
     Repository,
@@ -23,7 +23,7 @@ def resolve_commit(session: Session, sha: str, repository: str | None) -> tuple[
     """The one commit a full or unique short sha names, with its repository's name."""
     prefix = sha.lower()
     if not _HEX.match(prefix):
-        raise ApiError(400, f"{sha[:50]!r} is not a commit sha: give 4 to 40 hex digits")
+        raise InvalidReference(f"{sha[:50]!r} is not a commit sha: give 4 to 40 hex digits")
     # A range on the sha index instead of LIKE: 'g' sorts after every hex digit.
     # Without the ancestry (up to 1,000 shas of JSON): a read of the commit seldom needs it,
     # and touching it loads it then.
@@ -40,11 +40,10 @@ def resolve_commit(session: Session, sha: str, repository: str | None) -> tuple[
     rows = session.execute(query).all()
     if not rows:
         where = f" in {repository}" if repository else ""
-        raise ApiError(404, f"no commit {sha}{where} has results yet")
+        raise NotFound(f"no commit {sha}{where} has results yet")
     if len(rows) > 1:
         candidates = [{"sha": c.sha, "repository": name} for c, name in rows[:20]]
-        raise ApiError(
-            400,
+        raise InvalidReference(
             f"{sha} is ambiguous: it matches {len(rows) if len(rows) <= 20 else 'over 20'} "
             "commits; give more digits or ?repository=",
             candidates=candidates,

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import String, cast, literal, select, update
 from sqlalchemy.orm import Session
 
-from service.core.errors import ApiError
+from service.core.errors import Conflict, NotFound
 from service.core.tokens import new_token, same_secret, token_hash
 from service.models import Job, Runner
 from service.models.base import utcnow
@@ -103,8 +103,7 @@ def claim(session: Session, runner: Runner, lease_seconds: int) -> Claim | None:
     """
     if runner.unhealthy_since is not None:
         since = runner.unhealthy_since.isoformat(timespec="seconds")
-        raise ApiError(
-            409,
+        raise Conflict(
             f"runner {runner.name} reported at {since} that its host cannot run jobs "
             f"({runner.unhealthy_reason}); it is given jobs again once it registers "
             "(an agent does at start, after its host checks pass)",
@@ -182,22 +181,20 @@ def current_attempt(
     has not expired; else 409/404."""
     job = session.scalars(select(Job).where(Job.id == job_id).with_for_update()).one_or_none()
     if job is None:
-        raise ApiError(404, f"no job {job_id}")
+        raise NotFound(f"no job {job_id}")
     if job.state != "running" or job.attempt_token_hash is None:
-        raise ApiError(409, f"job {job_id} is {job.state}, not running: its lease is gone")
+        raise Conflict(f"job {job_id} is {job.state}, not running: its lease is gone")
     if not same_secret(token_hash(attempt_token), job.attempt_token_hash):
-        raise ApiError(
-            409,
+        raise Conflict(
             f"that is not the current attempt of job {job_id} "
             "(the lease expired and the job was requeued or claimed again)",
         )
     if runner is not None and job.runner_id != runner.id:
-        raise ApiError(409, f"job {job_id} is leased to another runner")
+        raise Conflict(f"job {job_id} is leased to another runner")
     expires = job.lease_expires_at
     if expires is not None and expires <= utcnow():
         # Expired is gone, whether or not the reaper has requeued the job yet.
-        raise ApiError(
-            409,
+        raise Conflict(
             f"the lease of job {job_id} expired at {expires.isoformat(timespec='seconds')}: "
             "the job goes back to the queue",
         )
@@ -217,7 +214,7 @@ def _update_attempt(session: Session, job: Job, **values: Any) -> None:
         .execution_options(synchronize_session="fetch")
     ).rowcount
     if done != 1:
-        raise ApiError(409, f"job {job.id} changed hands meanwhile: its lease is gone")
+        raise Conflict(f"job {job.id} changed hands meanwhile: its lease is gone")
     session.refresh(job)
 
 
@@ -270,7 +267,7 @@ def release(session: Session, job: Job) -> None:
 def cancel(session: Session, job_id: int, note: str) -> Job:
     job = session.get(Job, job_id)
     if job is None:
-        raise ApiError(404, f"no job {job_id}")
+        raise NotFound(f"no job {job_id}")
     runner_id = job.runner_id
     done = session.execute(
         update(Job)
@@ -286,7 +283,7 @@ def cancel(session: Session, job_id: int, note: str) -> Job:
     ).rowcount
     if done != 1:
         session.refresh(job)
-        raise ApiError(409, f"job {job_id} is already {job.state}")
+        raise Conflict(f"job {job_id} is already {job.state}")
     session.refresh(job)
     _clear_runner(session, runner_id, job_id)
     return job

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.core.errors import ApiError
+from service.core.errors import NotFound
 from service.models import Job, Repository, Runner
 from service.schemas.jobs import JobPublic
 
@@ -13,7 +13,7 @@ from service.schemas.jobs import JobPublic
 def repository_named(session: Session, name: str) -> Repository:
     repo = session.scalars(select(Repository).where(Repository.name == name)).one_or_none()
     if repo is None:
-        raise ApiError(404, f"no repository {name!r}; it is registered by its first push or run")
+        raise NotFound(f"no repository {name!r}; it is registered by its first push or run")
     return repo
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference, NotFound
 from service.core.sql import among
 from service.models import ChangePoint, Commit, Repository, Result, Run, Series
 from service.schemas import metrics as m
@@ -53,11 +53,10 @@ def find_series(
         query = query.where(Series.params_key == params_key(params))
     rows = session.execute(query.order_by(Series.id).limit(51)).all()
     if not rows:
-        raise ApiError(404, "no series matches that query")
+        raise NotFound("no series matches that query")
     if len(rows) > 1:
         candidates = [series_public(s, name).model_dump() for s, name in rows[:50]]
-        raise ApiError(
-            400,
+        raise InvalidReference(
             f"{'over 50' if len(rows) > 50 else len(rows)} series match; narrow the query "
             "(params=, fingerprint=, suite=, method=) or give id=",
             candidates=candidates,
@@ -73,7 +72,7 @@ def default_branch(session: Session, series: Series) -> str:
         .limit(1)
     ).first()
     if branch is None:
-        raise ApiError(404, f"series {series.id} has no results yet")
+        raise NotFound(f"series {series.id} has no results yet")
     return branch
 
 
