@@ -8,8 +8,11 @@ from service.core import errors
 
 
 def test_every_kind_of_domain_error_has_its_status() -> None:
-    kinds = {k for k in vars(errors).values()
-             if isinstance(k, type) and issubclass(k, errors.DomainError)} - {errors.DomainError}  # fmt: skip
+    kinds = {
+        k
+        for k in vars(errors).values()
+        if isinstance(k, type) and issubclass(k, errors.DomainError)
+    } - {errors.DomainError}
     assert kinds == set(DOMAIN_STATUS)
     answer = as_api_error(errors.InvalidReference("abcd is ambiguous", candidates=["a", "b"]))
     assert (answer.status, answer.detail, answer.extra) == (
