@@ -1,2 +1,2 @@
-"""The dashboard pages, one module each with its query, view and JSON twin (issue 20 moves the
-older pages here from service/api)."""
+"""The dashboard pages: one module each with its view, its route and its JSON twin, the templates
+and static files beside them."""
