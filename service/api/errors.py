@@ -71,22 +71,28 @@ def as_api_error(exc: DomainError) -> ApiError:
     return ApiError(status, exc.detail, **exc.extra)
 
 
+def _answer(exc: ApiError) -> JSONResponse:
+    return JSONResponse(
+        status_code=exc.status, content={"detail": exc.detail, **exc.extra}, headers=exc.headers
+    )
+
+
+def _is_page(request: Request) -> bool:
+    return getattr(request.scope.get("route"), "response_class", None) is HTMLResponse
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(DomainError)
     async def _domain_error(request: Request, exc: DomainError) -> Response:
-        answer = as_api_error(exc)
-        if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
+        if _is_page(request):
             from service.pages.render import error_page  # a page: the words on a page
 
-            return error_page(request, answer)
-        return JSONResponse(status_code=answer.status, content={"detail": answer.detail,
-                                                                **answer.extra})  # fmt: skip
+            return error_page(request, as_api_error(exc))
+        return _answer(as_api_error(exc))
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(
-            status_code=exc.status, content={"detail": exc.detail, **exc.extra}, headers=exc.headers
-        )
+        return _answer(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -102,7 +108,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(request: Request, exc: RequestValidationError) -> Response:
         answer = validation_response(list(exc.errors()), "request")
-        if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
+        if _is_page(request):
             # A page: the same status and words as its JSON twin, on a page a person can read.
             from service.pages.render import error_page
 
