@@ -309,7 +309,15 @@ class Launcher:
     profiled too (the pass has no kernel filter)."""
 
     def __init__(self, workloads: list[Any], seed: int, ranges: Any) -> None:
+        import cupy
+
         self.workloads, self.seed, self.ranges = workloads, seed, ranges
+        # CuPy stages every upload from the host in pinned memory and pools it. Pinned memory is
+        # memory a kernel can reach, so ncu saves and restores it around each profiled launch;
+        # pooled, it only grows (to the largest uploads so far) and every later launch paid for
+        # it: 0.37 s a small launch before the big training step, 0.75-1.4 s after (H100,
+        # .dev2-.dev4 of 2026-11-28). Unpooled, a staging buffer is freed once its copy is done.
+        cupy.cuda.set_pinned_memory_allocator(None)
         self.pool = ThreadPoolExecutor(max_workers=PREFETCH)
         self.pending: dict[int, Future] = {}
 
