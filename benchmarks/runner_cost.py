@@ -13,10 +13,10 @@ the first is of a new commit that changes one of those kernels in turn, as a com
 touches one kernel does: a branch that is never taken, so that its code differs and it runs as
 fast (`--change PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a
 comment: a commit that changes code no workload imports, or prose); without it, every run is of
-the same commit. Prints, per run,
-the seconds
-of every stage (from the `Progress` hooks the pipeline calls) against the 60 s budget, and per
-workload the median of each run, their difference and PASS/FAIL against 1% for workloads of
+the same commit. Prints, per run, the seconds of every stage (from the `Progress` hooks the
+pipeline calls) against the 60 s budget, and per workload its median in the first and the last
+run that ran its kernels' same code (a changed kernel's workloads are compared across the runs
+before its change, or after it), their difference and PASS/FAIL against 1% for workloads of
 50 us and more. `--out` keeps each run's result document (run-1.json, ...) and its stage clock
 (clock-1.json: seconds per stage and per workload, the log). Exits 1 on a FAIL.
 Needs only the runner's dependencies (NumPy, CuPy, the CUDA tools; cupti-python optional).
@@ -25,6 +25,7 @@ Needs only the runner's dependencies (NumPy, CuPy, the CUDA tools; cupti-python 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -186,18 +187,49 @@ def slowest_table(clock: StageClock, count: int) -> list[str]:
     return rows
 
 
-def stability_table(docs: list[dict[str, Any]]) -> tuple[list[str], int]:
-    first, second = docs[0], docs[-1]
-    other = {key(w): w for w in second["workloads"]}
-    rows = ["| workload | method | run 1 median us | run 2 median us | diff % | verdict | "
-            "throttled (run 1 / run 2) |",
-            "|---|---|---|---|---|---|---|"]  # fmt: skip
+def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
+    """Per run, the kernels whose code its commit changed (`--change PATH:KERNEL`); none for
+    the first run and for changes that leave every kernel's code as it was."""
+    out: list[set[str]] = [set()]
+    for run in range(1, runs):
+        kernel = changes[(run - 1) % len(changes)].partition(":")[2] if changes else ""
+        out.append({kernel} if kernel else set())
+    return out
+
+
+def compared_runs(kernels: list[str], changed: list[set[str]]) -> tuple[int, int] | None:
+    """The two runs (indices) farthest apart between which none of `kernels` changed, or None.
+
+    A changed kernel may really run at another speed (its never-taken branch costs a compare):
+    the runs before and after its change are not two measurements of one thing."""
+    versions = list(itertools.accumulate(bool(c & set(kernels)) for c in changed))
+    spans = [(i, max(j for j, v in enumerate(versions) if v == versions[i]))
+             for i in range(len(versions)) if i == 0 or versions[i] != versions[i - 1]]  # fmt: skip
+    first, last = max(spans, key=lambda span: span[1] - span[0])
+    return (first, last) if last > first else None
+
+
+def stability_table(
+    docs: list[dict[str, Any]], changed: list[set[str]] | None = None
+) -> tuple[list[str], int]:
+    """Each workload's median in two runs of the same code (the first and the last where its
+    kernels were not changed between them), PASS within STABLE_PCT from STABLE_MIN_US up."""
+    changed = changed or [set() for _ in docs]
+    by_run = [{key(w): w for w in doc["workloads"]} for doc in docs]
+    rows = ["| workload | method | runs | first median us | second median us | diff % | verdict "
+            "| throttled (first / second) |",
+            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     failures = 0
-    for w in first["workloads"]:
-        w2 = other.get(key(w))
-        a, b = w.get("timing"), (w2 or {}).get("timing")
+    for w in docs[0]["workloads"]:
+        pair = compared_runs(w.get("kernels") or [], changed)
+        if pair is None:
+            rows.append(f"| {key(w)} | - | - | - | - | - | (its kernel changed in each run) | - |")
+            continue
+        i, j = pair
+        w1, w2 = by_run[i].get(key(w)), by_run[j].get(key(w))
+        a, b = (w1 or {}).get("timing"), (w2 or {}).get("timing")
         if not a or not b:
-            rows.append(f"| {key(w)} | - | - | - | - | no timing ({w['status']}) | - |")
+            rows.append(f"| {key(w)} | - | - | - | - | - | no timing ({w['status']}) | - |")
             failures += w["status"] != "skipped"
             continue
         diff = 100.0 * (b["median"] - a["median"]) / a["median"]
@@ -206,9 +238,9 @@ def stability_table(docs: list[dict[str, Any]]) -> tuple[list[str], int]:
         else:
             verdict = "PASS" if abs(diff) <= STABLE_PCT else "FAIL"
             failures += verdict == "FAIL"
-        throttled = f"{throttle(first, w)} / {throttle(second, w2)}"
-        rows.append(f"| {key(w)} | {a['method']} | {a['median']:.2f} | {b['median']:.2f} | "
-                    f"{diff:+.2f} | {verdict} | {throttled} |")  # fmt: skip
+        throttled = f"{throttle(docs[i], w1)} / {throttle(docs[j], w2)}"
+        rows.append(f"| {key(w)} | {a['method']} | {i + 1} / {j + 1} | {a['median']:.2f} | "
+                    f"{b['median']:.2f} | {diff:+.2f} | {verdict} | {throttled} |")  # fmt: skip
     return rows, failures
 
 
@@ -290,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(stage_table(clocks, totals)))
     if args.slowest and clocks:
         print("\n".join(slowest_table(clocks[0], args.slowest)))
-    rows, failures = stability_table(docs) if len(docs) > 1 else ([], 0)
+    changed = changed_kernels(args.change, len(docs))
+    rows, failures = stability_table(docs, changed) if len(docs) > 1 else ([], 0)
     print("\n".join(rows))
     over = sum(t > BUDGET_S for t in totals)
     within = f">= {STABLE_MIN_US:g} us within {STABLE_PCT:g}%"

@@ -42,3 +42,37 @@ def test_each_kind_of_change_is_one_commit_of_that_file(repo: Path) -> None:
     assert (repo / "README.md").read_text().endswith("<!-- runner_cost: run 5 -->\n")
     with pytest.raises(SystemExit, match="no kernel 'absent'"):
         runner_cost.change(repo, "k.cu:absent", 6, AUTHOR)
+
+
+def test_a_changed_kernels_workloads_are_compared_across_runs_of_one_code() -> None:
+    changes = ["t.cu:transpose", "g.cu:gemm", "service/cli.py", "g.cu"]
+    changed = runner_cost.changed_kernels(changes, 5)
+    assert changed == [set(), {"transpose"}, {"gemm"}, set(), set()]
+    assert runner_cost.compared_runs(["other"], changed) == (0, 4)
+    assert runner_cost.compared_runs(["gemm", "x"], changed) == (2, 4)  # after its change
+    assert runner_cost.compared_runs(["transpose"], changed) == (1, 4)
+    assert runner_cost.compared_runs(["gemm"], changed[:3]) == (0, 1)  # before it
+    assert runner_cost.compared_runs(["transpose"], changed[:2]) is None
+
+
+def _doc(medians: dict[str, float]) -> dict:
+    return {
+        "environment": {},
+        "workloads": [
+            {"name": name, "params": {}, "kernels": [name], "status": "succeeded",
+             "timing": {"median": median, "method": "cuda_events", "processes": []}}
+            for name, median in medians.items()
+        ],
+    }  # fmt: skip
+
+
+def test_stability_judges_each_workload_between_runs_of_its_same_code() -> None:
+    docs = [_doc({"gemm": 100.0, "copy": 100.0}), _doc({"gemm": 100.5, "copy": 100.4}),
+            _doc({"gemm": 103.0, "copy": 100.9})]  # fmt: skip
+    changed = runner_cost.changed_kernels(["app.py", "g.cu:gemm"], 3)
+    rows, failures = runner_cost.stability_table(docs, changed)
+    assert failures == 0  # gemm's +3% in run 3 is its change, not noise: runs 1 and 2 agree
+    assert any(r.startswith("| gemm[] | cuda_events | 1 / 2 | 100.00 | 100.50 |") for r in rows)
+    assert any(r.startswith("| copy[] | cuda_events | 1 / 3 |") for r in rows)
+    _, failures = runner_cost.stability_table(docs)  # without the changes: gemm moved 3%
+    assert failures == 1
