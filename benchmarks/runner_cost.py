@@ -202,11 +202,11 @@ def compared_runs(kernels: list[str], changed: list[set[str]]) -> tuple[int, int
 
     A changed kernel may really run at another speed (its never-taken branch costs a compare):
     the runs before and after its change are not two measurements of one thing."""
-    versions = list(itertools.accumulate(bool(c & set(kernels)) for c in changed))
-    spans = [(i, max(j for j, v in enumerate(versions) if v == versions[i]))
-             for i in range(len(versions)) if i == 0 or versions[i] != versions[i - 1]]  # fmt: skip
-    first, last = max(spans, key=lambda span: span[1] - span[0])
-    return (first, last) if last > first else None
+    versions = enumerate(itertools.accumulate(bool(c & set(kernels)) for c in changed))
+    by_version = itertools.groupby(versions, lambda run_version: run_version[1])
+    stretches = [[run for run, _ in same] for _, same in by_version]
+    longest = max(stretches, key=len)  # the earliest of the longest
+    return (longest[0], longest[-1]) if len(longest) > 1 else None
 
 
 def stability_table(
