@@ -187,14 +187,16 @@ def slowest_table(clock: StageClock, count: int) -> list[str]:
     return rows
 
 
+def change_of(changes: list[str], run: int) -> str | None:
+    """The `--change` that run `run` (0 = the first) commits: each in turn, none first."""
+    return changes[(run - 1) % len(changes)] if run and changes else None
+
+
 def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
     """Per run, the kernels whose code its commit changed (`--change PATH:KERNEL`); none for
     the first run and for changes that leave every kernel's code as it was."""
-    out: list[set[str]] = [set()]
-    for run in range(1, runs):
-        kernel = changes[(run - 1) % len(changes)].partition(":")[2] if changes else ""
-        out.append({kernel} if kernel else set())
-    return out
+    kernels = [(change_of(changes, run) or "").partition(":")[2] for run in range(runs)]
+    return [{kernel} if kernel else set() for kernel in kernels]
 
 
 def compared_runs(kernels: list[str], changed: list[set[str]]) -> tuple[int, int] | None:
@@ -289,8 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         sha = snapshot(ROOT, repo, args.author, args.message)
         print(f"suite repository {repo} at {sha[:12]}", flush=True)
         for run in range(args.runs):
-            if run and args.change:
-                path = args.change[(run - 1) % len(args.change)]
+            if path := change_of(args.change, run):
                 sha = change(repo, path, run + 1, args.author)
                 print(f"run {run + 1}: commit {sha[:12]} changes {path}", flush=True)
             clock = StageClock(args.verbose)
