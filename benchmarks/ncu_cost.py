@@ -2,6 +2,7 @@
 
     python -m benchmarks.ncu_cost [--only REGEX] [--variant NAME ...] [--json FILE]
     python -m benchmarks.ncu_cost --table FILE
+    python -m benchmarks.ncu_cost --floor [--launches N]
 
 Builds the default suite once, then runs runner.profile.ncu_pass's one ncu pass (the runner's own
 command, `profile_command`) over the selected workloads once per variant, reading ncu's output
@@ -10,14 +11,21 @@ export, the launches profiled and their replay passes. Per workload (first varia
 seconds from its worker's "start" to its "result", its launches and their passes. The variant
 "bare" runs the profile worker without ncu: what preparing and launching the workloads cost on
 their own. Nothing is timed under ncu; this times ncu.
+
+`--floor` prices one profiled launch where nothing else costs anything: a process that launches
+a one-block kernel N times, under the runner's metrics and sections, the metrics alone, and one
+metric; per variant the replay passes and the median seconds between two launches' `==PROF==`
+lines, per launch and per pass. A pass over the suite costs at least its launches times that.
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +41,16 @@ from runner.suite.load import load_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 _PASSES = re.compile(r"==PROF== Profiling \"([^\"]*)\".*?(\d+) pass")
+FLOOR_PROGRAM = """\
+import sys
+import cupy
+kernel = cupy.RawKernel('extern "C" __global__ void kernelwatch_floor(float* x) '
+                        '{ x[threadIdx.x] += 1.0f; }', "kernelwatch_floor")
+x = cupy.zeros(256, dtype=cupy.float32)
+for _ in range(int(sys.argv[1])):
+    kernel((1,), (256,), (x,))
+    cupy.cuda.Device().synchronize()
+"""
 
 
 def variants(exe: str, config: Path, report: Path, count: int) -> dict[str, list[str]]:
@@ -140,6 +158,45 @@ def measure(only: str | None, names: list[str]) -> dict[str, Any]:
     return out
 
 
+def floor(launches: int) -> list[str]:
+    """The cost of one profiled launch of a trivial kernel, per variant (see the docstring)."""
+    exe = find_ncu()
+    if exe is None:
+        raise SystemExit("ncu not found")
+    rows = ["| variant | passes | ms per launch | ms per pass |", "|---|---|---|---|"]
+    with tempfile.TemporaryDirectory(prefix="kw-ncu-floor-") as tmp:
+        program = Path(tmp) / "floor.py"
+        program.write_text(FLOOR_PROGRAM)
+        run = [sys.executable, str(program), str(launches)]
+        report = Path(tmp) / "floor"
+        variants = {
+            "runner": ncu.ncu_command(run, report=report, launch_count=launches, ncu=exe,
+                                      sections=ncu_pass.SECTIONS),
+            "metrics-only": ncu.ncu_command(run, report=report, launch_count=launches,
+                                            ncu=exe, sections=()),
+            "one-metric": ncu.ncu_command(run, report=report, launch_count=launches, ncu=exe,
+                                          metrics=("gpu__time_duration.sum",), sections=()),
+        }  # fmt: skip
+        for name, cmd in variants.items():
+            stamps = [(at, int(m.group(2))) for at, line in _stamped(cmd)
+                      if (m := _PASSES.search(line))]  # fmt: skip
+            gaps = [b - a for (a, _), (b, _) in itertools.pairwise(stamps)]
+            if not gaps:
+                rows.append(f"| {name} | - | no launches profiled | - |")
+                continue
+            per, passes = statistics.median(gaps), stamps[-1][1]
+            rows.append(f"| {name} | {passes} | {per * 1e3:.1f} | {per * 1e3 / passes:.1f} |")
+    return rows
+
+
+def _stamped(cmd: list[str]) -> list[tuple[float, str]]:
+    started = time.monotonic()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          bufsize=1) as proc:  # fmt: skip
+        assert proc.stdout is not None
+        return [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
+
+
 def table(data: dict[str, Any]) -> list[str]:
     rows = ["| variant | pass s | export s | launches | passes | s per launch |",
             "|---|---|---|---|---|---|"]  # fmt: skip
@@ -174,7 +231,12 @@ def main(argv: list[str] | None = None) -> int:
                         "but one-metric)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the measurements here (.json.gz)")
     parser.add_argument("--table", type=Path, help="print the table of a recording")
+    parser.add_argument("--floor", action="store_true", help="the cost of one profiled launch")
+    parser.add_argument("--launches", type=int, default=20, help="launches of --floor")
     args = parser.parse_args(argv)
+    if args.floor:
+        print("\n".join(floor(max(args.launches, 3))))
+        return 0
     if args.table:
         data = json.loads(gzip.decompress(args.table.read_bytes()))
     else:

@@ -165,25 +165,28 @@ INPUTS_ENV = "KERNELWATCH_TIMING_INPUTS"  # "host": timing draws its inputs as c
 
 
 def timing_inputs(device: str) -> str | None:
-    """Where a timing process asks a workload to draw its inputs: "device" on a GPU (no kernel's
-    time depends on the values; the host generation and upload of the big shapes cost seconds
-    per workload and process), unless $KERNELWATCH_TIMING_INPUTS says "host"; None (the
-    suite's own choice) for CPU suites."""
+    """Where a timing process (and the ncu pass) asks a workload to draw its inputs: "device" on
+    a GPU (no kernel's time depends on the values; the host generation and upload of the big
+    shapes cost seconds per workload and process), unless $KERNELWATCH_TIMING_INPUTS says
+    "host"; None (the suite's own choice) for CPU suites."""
     if device != "cuda":
         return None
     return "host" if os.environ.get(INPUTS_ENV, "").strip().lower() == "host" else "device"
 
 
+def takes_inputs(w: Any) -> bool:
+    """Whether the workload's prepare takes `inputs` (the suite protocol's optional keyword)."""
+    try:
+        return "inputs" in inspect.signature(w.prepare).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def prepare(w: Any, seed: int, inputs: str | None = None) -> Any:
-    """`w.prepare(seed, inputs=...)` where the workload's prepare takes `inputs` (the suite
-    protocol's optional keyword: "host" or "device"), else `w.prepare(seed)`."""
-    if inputs is not None:
-        try:
-            takes = "inputs" in inspect.signature(w.prepare).parameters
-        except (TypeError, ValueError):
-            takes = False
-        if takes:
-            return w.prepare(seed, inputs=inputs)
+    """`w.prepare(seed, inputs=...)` where the workload's prepare takes `inputs` ("host" or
+    "device"), else `w.prepare(seed)`."""
+    if inputs is not None and takes_inputs(w):
+        return w.prepare(seed, inputs=inputs)
     return w.prepare(seed)
 
 

@@ -1,13 +1,14 @@
 """The profiling of a CUDA run: kernel timelines (runner.profile.timeline) and one ncu pass
 (runner.profile.ncu_pass) over the workloads that need one.
 
-Measured on the H100 (default suite, 38 workloads): a pass over every workload takes 50-57 s,
-~0.8 s of ncu per profiled launch; so only the workloads whose code changed since an earlier
-commit on this host are profiled, the others keep that commit's section, and where only some
-kernels of a workload changed, the pass profiles only their launches and keeps the others'
-entries (runner.profile.reuse). `Profiling` decides that as soon as the build is done and
-starts the pass then (it warms up while correctness runs); `capture` hands it the workloads
-that passed. $KERNELWATCH_NCU_REUSE=0 profiles every workload.
+Measured on the H100 (default suite, 38 workloads, 66 launches): a pass over every workload
+takes ~35 s, ~0.43 s a profiled launch (18 replay passes of ~21 ms each; a trivial kernel's
+launch costs 0.38 s: benchmarks/ncu_cost.py --floor); so only the workloads whose code changed
+since an earlier commit on this host are profiled, the others keep that commit's section, and
+where only some kernels of a workload changed, the pass profiles only their launches and keeps
+the others' entries (runner.profile.reuse). `Profiling` decides that as soon as the build is
+done and starts the pass then (it warms up while correctness runs); `capture` hands it the
+workloads that passed. $KERNELWATCH_NCU_REUSE=0 profiles every workload.
 """
 
 from __future__ import annotations

@@ -58,6 +58,7 @@ SECTIONS = tuple(
 )
 _MARK = re.compile(re.escape(NVTX_MARK) + r"(\d+)")
 WARM_UP_KERNEL = "kernelwatch_ncu_warm_up"  # launched once, outside every range
+INPUTS_RANGE = "kernelwatch-inputs"  # around the drawing of a workload's inputs: not profiled
 
 
 def profile_command(
@@ -74,13 +75,17 @@ def profile_command(
     budget = LAUNCHES_PER_WORKLOAD * max(workloads, 1)
     cmd = ncu.ncu_command(program, report=report, launch_count=budget, ncu=exe,
                          sections=sections, kernel_regex=kernel_regex)  # fmt: skip
-    return [cmd[0], "--nvtx", *cmd[1:]]
+    return [cmd[0], "--nvtx", "--nvtx-exclude", f"{INPUTS_RANGE}]", *cmd[1:]]
 
 
 def worker_config(suite: Any, ids: list[str]) -> dict[str, Any]:
+    """The profile worker's config; its inputs are drawn where a timing process draws them."""
+    from runner.measure.sampling import timing_inputs
+
     return {
         "root": str(suite.root), "workloads": suite.workloads, "check": suite.check,
         "device": suite.device, "mode": "profile", "ids": ids, "seed": 0,
+        "inputs": timing_inputs(suite.device),
     }  # fmt: skip
 
 
@@ -297,21 +302,30 @@ def _kill(proc: subprocess.Popen) -> None:
 # --- the worker's side ------------------------------------------------------------------------
 
 
-PREFETCH = 2  # workloads prepared ahead of the one under ncu, each on a thread of its own
+PREFETCH = 2  # workloads whose host inputs are drawn ahead of the one under ncu, on threads
 
 
 class Launcher:
-    """The profile worker: each workload launched once inside NVTX range kernelwatch#<index>,
-    the next PREFETCH ones prepared meanwhile on threads (their host-side input generation
-    overlaps ncu's replays, the big training step's seconds included; what those threads do is
-    outside every range and launches no kernel, so nothing of it is profiled or attributed).
-    Inputs are the host ones, as in correctness: a kernel drawing them on the GPU would be
-    profiled too (the pass has no kernel filter)."""
+    """The profile worker: each workload launched once inside NVTX range kernelwatch#<index>.
 
-    def __init__(self, workloads: list[Any], seed: int, ranges: Any) -> None:
+    Its inputs are drawn where a timing process draws them
+    (runner.measure.sampling.timing_inputs): on the GPU, just before its launch, inside the NVTX
+    range INPUTS_RANGE, which the pass leaves out (`--nvtx-exclude`), so that the kernels
+    drawing them run unprofiled. On the host, the default suite's big shapes took seconds each
+    (its workloads, launched once without ncu: 15.1 s), which the PREFETCH threads hid behind
+    ncu's replays only in part: on the GPU, a pass over every workload took 33.3 s instead of
+    37.7 s (benchmarks/ncu_cost.py, two H100 hosts) and the filtered pass of a commit that
+    changed the GEMM nine workloads launch 9.5 s instead of 12.5 s (benchmarks/runner_cost.py,
+    2026-11-28); the counters ncu replays deterministically (instructions, warps, global
+    requests and sectors) came out the same either way. Host inputs (a workload whose prepare
+    takes no `inputs`, or $KERNELWATCH_TIMING_INPUTS=host) are drawn ahead on threads, outside
+    every range, launching no kernel."""
+
+    def __init__(self, workloads: list[Any], seed: int, ranges: Any,
+                 inputs: str | None = None) -> None:  # fmt: skip
         import cupy
 
-        self.workloads, self.seed, self.ranges = workloads, seed, ranges
+        self.workloads, self.seed, self.ranges, self.inputs = workloads, seed, ranges, inputs
         # CuPy stages every upload from the host in pinned memory and pools it. Pinned memory is
         # memory a kernel can reach, so ncu saves and restores it around each profiled launch;
         # pooled, it only grows (to the largest uploads so far) and every later launch paid for
@@ -321,21 +335,34 @@ class Launcher:
         self.pool = ThreadPoolExecutor(max_workers=PREFETCH)
         self.pending: dict[int, Future] = {}
 
-    def _prepare(self, index: int) -> Future:
-        if index not in self.pending:
-            self.pending[index] = self.pool.submit(self.workloads[index].prepare, self.seed)
-        return self.pending[index]
+    def _on_gpu(self, w: Any) -> bool:
+        from runner.measure.sampling import takes_inputs
+
+        return self.inputs == "device" and takes_inputs(w)
+
+    def _instance(self, index: int) -> Any:
+        import cupy
+
+        from runner.measure.sampling import prepare
+
+        for ahead in range(index, min(index + 1 + PREFETCH, len(self.workloads))):
+            w = self.workloads[ahead]
+            if ahead not in self.pending and not self._on_gpu(w):
+                self.pending[ahead] = self.pool.submit(prepare, w, self.seed, self.inputs)
+        if index in self.pending:
+            return self.pending.pop(index).result()
+        self.ranges.push(INPUTS_RANGE)
+        try:
+            instance = prepare(self.workloads[index], self.seed, self.inputs)
+            cupy.cuda.Device().synchronize()
+        finally:
+            self.ranges.pop()
+        return instance
 
     def __call__(self, w: Any, index: int) -> dict[str, Any]:
         import cupy
 
-        prepared = self._prepare(index)
-        for ahead in range(index + 1, min(index + 1 + PREFETCH, len(self.workloads))):
-            self._prepare(ahead)
-        try:
-            instance = prepared.result()
-        finally:
-            del self.pending[index]
+        instance = self._instance(index)
         device = cupy.cuda.Device()
         try:
             device.synchronize()

@@ -1,10 +1,10 @@
 """Reusing a workload's ncu section from an earlier commit whose code it ran is the same.
 
-ncu costs ~0.3 s a profiled launch plus ~24 ms a replay pass on the H100: ~48 s for the default
-suite, half a commit's time (benchmarks/ncu_cost.py). Most commits change one kernel, and a
-launch of unchanged code on the same GPU, driver and tools, with the same inputs, gives the same
-counters. So a workload's section is kept on the runner host, keyed by everything the launch
-depends on, and reused while none of it changed:
+ncu costs ~21 ms a replay pass on the H100, 18 passes a launch: ~35 s for the default suite's 66
+launches, nearly half a commit's time (benchmarks/ncu_cost.py). Most commits change one kernel,
+and a launch of unchanged code on the same GPU, driver and tools, with the same inputs, gives
+the same counters. So a workload's section is kept on the runner host, keyed by everything the
+launch depends on, and reused while none of it changed:
 
 - the host: GPU (model and card), driver, CUDA runtime, CuPy, nvcc, ncu, Python, and the
   profile's own configuration (metrics, sections, launches, the runner's profiling code);

@@ -182,7 +182,7 @@ def handlers(
     if mode == "profile":  # one launch per workload, under ncu (see runner.profile.ncu_pass)
         from runner.profile.ncu_pass import Launcher
 
-        return Launcher([workloads[i] for i in config["ids"]], seed, ranges)
+        return Launcher([workloads[i] for i in config["ids"]], seed, ranges, config.get("inputs"))
     raise ValueError(f"unknown worker mode {mode!r}")
 
 

@@ -65,6 +65,21 @@ def test_one_bounded_pass_over_a_profile_worker(tmp_path: Path) -> None:
     assert config["mode"] == "profile" and config["ids"] == IDS
 
 
+def test_inputs_drawn_on_the_gpu_are_left_out_of_the_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cmd = ncu_pass.profile_command("/opt/ncu", tmp_path / "w.json", tmp_path / "rep", 3)
+    # push/pop range at the top of the stack: ncu's "Range]" form
+    assert cmd[cmd.index("--nvtx-exclude") + 1] == f"{ncu_pass.INPUTS_RANGE}]"
+    gpu = SimpleNamespace(root=tmp_path, workloads="m", check=None, device="cuda")
+    cpu = SimpleNamespace(root=tmp_path, workloads="m", check=None, device="cpu")
+    monkeypatch.delenv("KERNELWATCH_TIMING_INPUTS", raising=False)
+    assert ncu_pass.worker_config(gpu, IDS)["inputs"] == "device"
+    assert ncu_pass.worker_config(cpu, IDS)["inputs"] is None
+    monkeypatch.setenv("KERNELWATCH_TIMING_INPUTS", "host")
+    assert ncu_pass.worker_config(gpu, IDS)["inputs"] == "host"
+
+
 def test_launches_are_attributed_to_the_innermost_kernelwatch_range(export: str) -> None:
     ranges = ncu_pass.launch_ranges(export)
     assert ranges == {k: v for k, v in OWNER.items() if v is not None}
@@ -264,7 +279,8 @@ esac
         profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {}, reuse,
                                       start=False)  # fmt: skip
         profiling.capture(recs, QUIET, lines.append, lambda: None)
-        runs.append((recs, lines, calls.read_text().count("--nvtx")))
+        passes = [ln for ln in calls.read_text().splitlines() if "--import" not in ln]
+        runs.append((recs, lines, len(passes)))
     (first, first_lines, passes_1), (second, second_lines, passes_2) = runs
     assert passes_1 == passes_2 == 1  # the second run started no ncu pass
     assert any("4 ok, 0 failed of 4 workloads profiled, 0 reused" in ln for ln in first_lines)
