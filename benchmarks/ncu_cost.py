@@ -169,7 +169,7 @@ def floor(launches: int) -> list[str]:
         program.write_text(FLOOR_PROGRAM)
         run = [sys.executable, str(program), str(launches)]
         report = Path(tmp) / "floor"
-        variants = {
+        commands = {
             "runner": ncu.ncu_command(run, report=report, launch_count=launches, ncu=exe,
                                       sections=ncu_pass.SECTIONS),
             "metrics-only": ncu.ncu_command(run, report=report, launch_count=launches,
@@ -177,7 +177,7 @@ def floor(launches: int) -> list[str]:
             "one-metric": ncu.ncu_command(run, report=report, launch_count=launches, ncu=exe,
                                           metrics=("gpu__time_duration.sum",), sections=()),
         }  # fmt: skip
-        for name, cmd in variants.items():
+        for name, cmd in commands.items():
             stamps = [(at, int(m.group(2))) for at, line in _stamped(cmd)
                       if (m := _PASSES.search(line))]  # fmt: skip
             gaps = [b - a for (a, _), (b, _) in itertools.pairwise(stamps)]
