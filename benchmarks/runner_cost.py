@@ -140,7 +140,9 @@ def key(w: dict[str, Any]) -> str:
     return f"{w['name']}[{','.join(f'{k}={v}' for k, v in sorted(w['params'].items()))}]"
 
 
-def stage_table(clocks: list[StageClock], totals: list[float]) -> list[str]:
+def stage_table(
+    clocks: list[StageClock], totals: list[float], docs: list[dict[str, Any]] | None = None
+) -> list[str]:
     names = list(dict.fromkeys(n for c in clocks for n in c.seconds()))
     head = "| stage | " + " | ".join(f"run {i + 1} s" for i in range(len(clocks))) + " |"
     rows = [head, "|---" * (len(clocks) + 1) + "|"]
@@ -149,7 +151,19 @@ def stage_table(clocks: list[StageClock], totals: list[float]) -> list[str]:
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     verdicts = [f"{t:.1f} {'PASS' if t <= BUDGET_S else 'FAIL'}" for t in totals]
     rows.append(f"| total (budget {BUDGET_S:g} s) | " + " | ".join(verdicts) + " |")
+    if docs:
+        cells = [" / ".join(str(n) for n in profiled(doc)) for doc in docs]
+        rows.append("| workloads profiled whole / in part / reused | " + " | ".join(cells) + " |")
     return rows
+
+
+def profiled(doc: dict[str, Any]) -> tuple[int, int, int]:
+    """How many of a run's workloads ncu profiled whole, profiled only in their changed
+    kernels, and took whole from an earlier commit (runner.profile.reuse's reasons say which)."""
+    reasons = [str(w["ncu"].get("reason", "")) for w in doc["workloads"] if w.get("ncu")]
+    reused = sum(r.startswith("reused:") for r in reasons)
+    part = sum(r.startswith("profiled at this commit:") for r in reasons)
+    return len(reasons) - reused - part, part, reused
 
 
 def workload_id(w: dict[str, Any]) -> str:
@@ -320,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                 clock_out = {"stages": clock.seconds(), "workloads": clock.workloads,
                              "log": clock.lines}  # fmt: skip
                 (args.out / f"clock-{run + 1}.json").write_text(json.dumps(clock_out, indent=1))
-    print("\n".join(stage_table(clocks, totals)))
+    print("\n".join(stage_table(clocks, totals, docs)))
     if args.slowest and clocks:
         print("\n".join(slowest_table(clocks[0], args.slowest)))
     changed = changed_kernels(args.change, len(docs))

@@ -76,3 +76,20 @@ def test_stability_judges_each_workload_between_runs_of_its_same_code() -> None:
     assert any(r.startswith("| copy[] | cuda_events | 1 / 3 |") for r in rows)
     _, failures = runner_cost.stability_table(docs)  # without the changes: gemm moved 3%
     assert failures == 1
+
+
+def test_the_stage_table_says_what_ncu_profiled_in_each_run() -> None:
+    first = _doc({"gemm": 1.0, "copy": 1.0, "step": 1.0})
+    second = _doc({"gemm": 1.0, "copy": 1.0})
+    for w in first["workloads"]:
+        w["ncu"] = {"status": "ok", "reason": "", "kernels": []}
+    gemm, copy = second["workloads"]
+    gemm["ncu"] = {"status": "ok", "reason": "profiled at this commit: gemm (code changed); 1 "
+                   "other kernel reused from commit aaaaaaaaaaaa (code unchanged)"}  # fmt: skip
+    copy["ncu"] = {"status": "ok", "reason": "reused: profiled at commit aaaaaaaaaaaa (t)"}
+    assert runner_cost.profiled(first) == (3, 0, 0)
+    assert runner_cost.profiled(second) == (0, 1, 1)
+    clock = runner_cost.StageClock()
+    rows = runner_cost.stage_table([clock, clock], [70.0, 50.0], [first, second])
+    assert rows[-2] == "| total (budget 60 s) | 70.0 FAIL | 50.0 PASS |"
+    assert rows[-1] == "| workloads profiled whole / in part / reused | 3 / 0 / 0 | 0 / 1 / 1 |"
