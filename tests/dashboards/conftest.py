@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -60,7 +61,9 @@ class History:
 def post_rich_history(
     client: httpx.Client, runs: int = 10, regressed_at: int = 7, slower: float = 1.12
 ) -> History:
-    """`runs` commits on main; from `regressed_at` on the training step is `slower`x."""
+    """`runs` commits on main; from `regressed_at` on the training step is `slower`x. Returns
+    once the service has analysed them all, change points included (those follow the store in
+    the background: a page read before and its twin read after would disagree)."""
     labels: list[str] = []
     for i in range(runs):
         label = f"r{i}"
@@ -69,6 +72,14 @@ def post_rich_history(
         response = client.post("/api/v1/runs", json=doc)
         assert response.status_code == 201, response.text
         labels.append(label)
+    deadline = time.monotonic() + 30
+    for label in labels:
+        while True:
+            metrics = client.get(f"/api/v1/commits/{sha_for(label)}/metrics").json()
+            if not (metrics["analysis_pending"] or metrics["change_points_pending"]):
+                break
+            assert time.monotonic() < deadline, f"{label} still pending after 30 s"
+            time.sleep(0.05)
     return History(labels, regressed_at)
 
 
