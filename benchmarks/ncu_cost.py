@@ -86,13 +86,7 @@ def _without_metrics(cmd: list[str]) -> list[str]:
 def run_variant(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run one command, stamping every output line; what it says per workload and launch."""
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)  # fmt: skip
-    stamped: list[tuple[float, str]] = []
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        stamped.append((time.monotonic() - started, line.rstrip("\n")))
-    proc.wait()
+    stamped, returncode = _stamped(cmd, cwd, env)
     seconds = time.monotonic() - started
     workloads: dict[str, dict[str, Any]] = {}
     current: str | None = None
@@ -116,7 +110,7 @@ def run_variant(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any
             w["kernels"][match.group(1)] = w["kernels"].get(match.group(1), 0) + 1
     first = next((at for at, _ in stamped), seconds)
     return {
-        "command": cmd, "returncode": proc.returncode, "seconds": seconds,
+        "command": cmd, "returncode": returncode, "seconds": seconds,
         "first_output_s": first, "workloads": workloads,
         "tail": [line for _, line in stamped[-15:]],
     }  # fmt: skip
@@ -178,7 +172,7 @@ def floor(launches: int) -> list[str]:
                                           metrics=("gpu__time_duration.sum",), sections=()),
         }  # fmt: skip
         for name, cmd in commands.items():
-            stamps = [(at, int(m.group(2))) for at, line in _stamped(cmd)
+            stamps = [(at, int(m.group(2))) for at, line in _stamped(cmd)[0]
                       if (m := _PASSES.search(line))]  # fmt: skip
             gaps = [b - a for (a, _), (b, _) in itertools.pairwise(stamps)]
             if not gaps:
@@ -189,12 +183,17 @@ def floor(launches: int) -> list[str]:
     return rows
 
 
-def _stamped(cmd: list[str]) -> list[tuple[float, str]]:
+def _stamped(
+    cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[list[tuple[float, str]], int]:
+    """Every line the command printed (stdout and stderr), with the seconds since its start
+    when it came; and its exit code."""
     started = time.monotonic()
-    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                          bufsize=1) as proc:  # fmt: skip
+    with subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:  # fmt: skip
         assert proc.stdout is not None
-        return [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
+        lines = [(time.monotonic() - started, line.rstrip("\n")) for line in proc.stdout]
+    return lines, proc.returncode
 
 
 def table(data: dict[str, Any]) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import os
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import pytest
 
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import BASE_TIME, example_document, sha_for
+from tests.e2e import wait_for
 from tests.live_server import LiveServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,14 +72,13 @@ def post_rich_history(
         response = client.post("/api/v1/runs", json=doc)
         assert response.status_code == 201, response.text
         labels.append(label)
-    deadline = time.monotonic() + 30
+
+    def analysed(label: str) -> bool:
+        metrics = client.get(f"/api/v1/commits/{sha_for(label)}/metrics").json()
+        return not (metrics["analysis_pending"] or metrics["change_points_pending"])
+
     for label in labels:
-        while True:
-            metrics = client.get(f"/api/v1/commits/{sha_for(label)}/metrics").json()
-            if not (metrics["analysis_pending"] or metrics["change_points_pending"]):
-                break
-            assert time.monotonic() < deadline, f"{label} still pending after 30 s"
-            time.sleep(0.05)
+        wait_for(lambda label=label: analysed(label), timeout=30)
     return History(labels, regressed_at)
 
 
