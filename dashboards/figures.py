@@ -16,8 +16,13 @@ _FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
 _MARKER_STYLE = {
     "change_point": {"symbol": "diamond-open", "size": 14, "line": {"width": 2}},
     "alert": {"symbol": "x", "size": 13, "color": "#d62728", "line": {"width": 1}},
+    "redefined": {"symbol": "star-triangle-up-open", "size": 15, "line": {"width": 2}},
 }
-_MARKER_NAMES = {"change_point": "change points", "alert": "alerts"}
+_MARKER_NAMES = {
+    "change_point": "change points",
+    "alert": "alerts",
+    "redefined": "workload redefined",
+}
 LEGEND_CHARS = 40  # a legend entry longer than this is cut, its full name in the hover
 BASELINE_LINES_MAX = 6  # more lines than this: no baseline levels (they would crowd the plot)
 _TIME_UNITS = frozenset({"ns", "us", "ms", "s"})
@@ -158,7 +163,7 @@ def trend_figure(lines: list[TrendLine], *, metric: str, log_y: bool = False) ->
                     hoverinfo="skip",
                 )
             )
-        for kind in ("change_point", "alert"):
+        for kind in _MARKER_STYLE:
             _add_markers(markers, line, [m for m in line.markers if m.kind == kind], kind, colour)
     # Drawn last, so that no line or band of a later series covers a change point or an alert.
     traces += levels + markers

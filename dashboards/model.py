@@ -21,9 +21,10 @@ class TrendPoint:
 
 @dataclass(frozen=True)
 class TrendMarker:
-    """Something that happened at a commit of a series: a change point or an alert."""
+    """Something that happened at a commit of a series: a change point, an alert, or the commit
+    that redefined its workload in place (the line before it is the series it took over)."""
 
-    kind: str  # "change_point" or "alert"
+    kind: str  # "change_point", "alert" or "redefined"
     sha: str
     committed_at: datetime
     text: str

@@ -7,6 +7,7 @@ VERDICT_COLOURS: dict[str, str] = {
     "broken": "#7b1fa2",
     "missing": "#ff7f0e",
     "improved": "#2ca02c",
+    "pending": "#e0a800",  # a change on a level too young to know its wander: the next run says
     "new": "#1f77b4",
     "unchanged": "#9e9e9e",
 }

@@ -16,22 +16,32 @@ from tests.documents import document, sha_for
 class Noise:
     """Relative spreads of one duration class, as measured on an H100 (DESIGN.md)."""
 
-    process: float  # sd of a process's median around the truth
+    process: float  # sd of a process's median around its run's
     sample: float  # sd (lognormal) of a sample around its process's median
     samples: int = 30  # per process
     processes: int = 3
+    run: float = 0.0  # sd of a whole run around the truth (all its processes together)
 
 
 LONG = Noise(process=0.001, sample=0.004)  # >= 50 us
 MID = Noise(process=0.004, sample=0.01)  # 10-50 us
 SHORT = Noise(process=0.01, sample=0.03, samples=60)  # < 10 us
+# Kernels whose runs wander while the samples of each process sit tight, as on an H200
+# (benchmarks/history_gpu.py): a register-spilling 4 ms SGEMM (its 3 processes 1-5% apart,
+# samples within 0.5%), an L2-bound 50 us kernel behind a neighbour (processes 1-2.7% apart),
+# and short kernels whose processes sit 2-3% apart and whose whole runs now and then sit 3-6%
+# off together.
+WANDERING_LONG = Noise(process=0.02, sample=0.002, samples=15)
+WANDERING_MID = Noise(process=0.012, sample=0.01, samples=60, processes=6, run=0.003)
+WANDERING_SHORT = Noise(process=0.02, sample=0.02, samples=176, processes=6, run=0.015)
 
 
 def samples(level_us: float, noise: Noise, rng: np.random.Generator) -> list[list[float]]:
     """Per process, samples of a launch whose true time is `level_us`."""
     out = []
+    whole = level_us * (1 + noise.run * rng.standard_normal()) if noise.run else level_us
     for _ in range(noise.processes):
-        process = level_us * (1 + noise.process * rng.standard_normal())
+        process = whole * (1 + noise.process * rng.standard_normal())
         # Interruptions only add time: a lognormal tail above the process's level.
         tail = rng.lognormal(0.0, noise.sample, noise.samples) - 1 + noise.sample / 2
         out.append([float(x) for x in process * (1 + tail)])

@@ -31,6 +31,11 @@ def _job_state(url: str, job_id: int) -> str:
     return job(url, job_id)["state"]
 
 
+def _verdicts(url: str, sha: str) -> set[str | None]:
+    metrics = httpx.get(f"{url}/api/v1/commits/{sha}/metrics").json()
+    return {k["metrics"][0]["verdict"] for w in metrics.get("workloads", []) for k in w["kernels"]}
+
+
 def _alert_states(url: str) -> set[str]:
     return {a["state"] for a in httpx.get(f"{url}/api/v1/alerts").json()}
 
@@ -45,14 +50,19 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
         text=True,
         check=True,
     ).stdout.strip()
+    third = innocent_commit(repo)
     runner = [str(BIN / "kernelwatch-runner")]
     with agent_process(runner, url, token, tmp_path, env, "--poll", "0.3") as agent:
         (job1,) = push(url, repo, REPOSITORY, first, [first])
         wait_for(lambda: _job_state(url, job1) == "succeeded", agent, timeout=120)
         (job2,) = push(url, repo, REPOSITORY, second, [second])
         wait_for(lambda: _job_state(url, job2) == "succeeded", agent, timeout=120)
-        # The regression is suspected, then confirmed by the same runner, base and head
-        # interleaved: the alerts open.
+        # Against a level of one run, which cannot say how far its runs wander: pending.
+        wait_for(lambda: _verdicts(url, second) == {"pending"}, agent, timeout=30)
+        (job3,) = push(url, repo, REPOSITORY, third, [third])
+        wait_for(lambda: _job_state(url, job3) == "succeeded", agent, timeout=120)
+        # The next run did not come back: the regression is suspected, then confirmed by the
+        # same runner, base and head interleaved: the alerts open.
         wait_for(lambda: _alert_states(url) == {"open"}, agent, timeout=180)
     code = agent.returncode
     assert code == 0, tail(tmp_path / "agent.log")
@@ -80,21 +90,37 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
     assert sha_for("unused") not in metrics["commit"]["sha"]
 
 
+def innocent_commit(repo: Path) -> str:
+    """A commit on top of the checked-out one that changes no code."""
+    from tests.runner.gitrepo import commit_all
+
+    (repo / "NOTES.md").write_text("Notes that change no kernel.\n")
+    return commit_all(repo, "docs: notes")
+
+
 def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path) -> None:
-    """A PR whose head is really slower: the agent measures the head on pull/7 and names the
-    merge base, the service queues the merge base on main, the agent measures it, and the PR's
+    """A PR whose head is really slower: main has two runs (its first version pushed, then a
+    commit that changes no code), the agent measures the head on pull/7 and names the merge
+    base, the service queues the merge base on main, the agent measures it, and the PR's
     verdict is regressed against it, with no alert and nothing on main's history but main."""
     from benchmarks.webhook import post_push
     from tests.e2e import SECRET
-    from tests.runner.gitrepo import git
+    from tests.runner.gitrepo import commit_all, git
     from tests.service.test_pull_requests import pr_event
 
     url, env = service
-    repo, first, second = cpu_suite_repo(tmp_path / "repo")
-    git(repo, "branch", "slower", second)
-    git(repo, "update-ref", "refs/heads/main", first)  # main stays at the first version
+    # 8x the work: two runs of main on a loaded CPU can sit tens of percent apart, and two is
+    # all the level of the merge base has
+    repo, first, _ = cpu_suite_repo(tmp_path / "repo", slower_repeat=8)
+    slower = (repo / "cpu_kernels.py").read_text()
+    git(repo, "checkout", "-q", "-B", "main", first)  # main: the first version, then notes
+    base = innocent_commit(repo)
+    git(repo, "checkout", "-q", "-b", "slower", base)
+    (repo / "cpu_kernels.py").write_text(slower)
+    head = commit_all(repo, "cpu suite: repeat the work 4x")
+    git(repo, "checkout", "-q", "main")
     event = pr_event("opened")
-    event["pull_request"]["head"]["sha"], event["pull_request"]["base"]["sha"] = second, first
+    event["pull_request"]["head"]["sha"], event["pull_request"]["base"]["sha"] = head, base
     event["repository"] = {"full_name": REPOSITORY, "clone_url": str(repo)}
     token = subprocess.run(
         [BIN / "kernelwatch", "runner-token", "create", "cpu-runner"],
@@ -102,6 +128,8 @@ def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path
     ).stdout.strip()  # fmt: skip
     with agent_process([str(BIN / "kernelwatch-runner")], url, token, tmp_path, env,
                        "--poll", "0.3") as agent:  # fmt: skip
+        (main_job,) = push(url, repo, REPOSITORY, first, [first])
+        wait_for(lambda: _job_state(url, main_job) == "succeeded", agent, timeout=120)
         answer = post_push(url, SECRET, event, event="pull_request")
         assert answer.status_code == 202, answer.text
         (head_job,) = answer.json()["job_ids"]
@@ -109,7 +137,7 @@ def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path
 
         def merge_base_measured() -> bool:
             jobs = httpx.get(f"{url}/api/v1/jobs").json()
-            return any(j["commit"] == first and j["branch"] == "main"
+            return any(j["commit"] == base and j["branch"] == "main"
                        and j["state"] == "succeeded" for j in jobs)  # fmt: skip
 
         wait_for(merge_base_measured, agent, timeout=120)
@@ -121,11 +149,11 @@ def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path
         wait_for(judged, agent, timeout=60)
     assert agent.returncode == 0, tail(tmp_path / "agent.log")
     (pull,) = httpx.get(f"{url}/pulls.json").json()["pulls"]
-    assert (pull["number"], pull["head"], pull["merge_base"]) == (7, second, first)
-    metrics = httpx.get(f"{url}/api/v1/commits/{second}/metrics",
+    assert (pull["number"], pull["head"], pull["merge_base"]) == (7, head, base)
+    metrics = httpx.get(f"{url}/api/v1/commits/{head}/metrics",
                         params={"branch": "pull/7"}).json()  # fmt: skip
     for metric in (k["metrics"][0] for w in metrics["workloads"] for k in w["kernels"]):
-        assert metric["baseline"]["commit"] == first and metric["verdict"] == "regressed"
+        assert metric["baseline"]["commit"] == base and metric["verdict"] == "regressed"
     assert httpx.get(f"{url}/api/v1/alerts").json() == []
     main = httpx.get(f"{url}/trends.json", params={"repository": REPOSITORY, "branch": "main"})
-    assert {p["commit"] for s in main.json()["series"] for p in s["points"]} == {first}
+    assert {p["commit"] for s in main.json()["series"] for p in s["points"]} == {first, base}

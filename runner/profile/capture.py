@@ -40,6 +40,7 @@ class Profiling:
     ) -> None:
         self.suite, self.env, self.reuse = suite, env, reuse
         found = {i["id"]: f for i in infos if reuse and (f := reuse.lookup(i))}
+        self.found = found
         self.whole = {wid: f.section for wid, f in found.items() if not f.stale}
         self.partial = {wid: f for wid, f in found.items() if f.stale}
         self.planned = [i["id"] for i in infos if i["id"] not in self.whole]
@@ -68,6 +69,10 @@ class Profiling:
             record.ncu = self.whole.get(wid) or sections[wid]
             if self.reuse and wid in sections:
                 self.reuse.store(record.info, sections[wid], self.imported)
+            if self.reuse:
+                found = self.found.get(wid)
+                at = found.commit if found is not None and wid in self.whole else self.reuse.commit
+                record.ncu = self.reuse.stamp(record.info, record.ncu, at)
             progress.advance(wid)
         counts = {s: sum(x["status"] == s for x in sections.values()) for s in ("ok", "failed")}
         partial = sum(wid in self.partial for wid in ids)
@@ -90,7 +95,7 @@ class Profiling:
             return {}
         started = self.started or NcuPass(self.suite, len(ids), self.env, self.pattern, ids=ids)
         self.started = None
-        sections = started.finish(ids, log, check_stop)
+        sections = self._measured_here(started.finish(ids, log, check_stop))
         self.imported = started.imported
         if self.pattern is None:
             return sections
@@ -105,11 +110,22 @@ class Profiling:
             log(f"ncu: the changed kernels of {len(missed)} workloads were not profiled by the "
                 "filtered pass; profiling them whole")  # fmt: skip
             again = NcuPass(self.suite, len(missed), self.env, ids=missed)
-            sections.update(again.finish(missed, log, check_stop))
+            sections.update(self._measured_here(again.finish(missed, log, check_stop)))
             imported = self.imported
             self.imported = None if imported is None or again.imported is None else sorted(
                 {*imported, *again.imported})  # fmt: skip
         return sections
+
+    def _measured_here(self, sections: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each kernel entry of a pass's sections marked as profiled at this commit, before a
+        merge mixes them with an earlier commit's entries and the cache keeps them."""
+        if self.reuse is None:
+            return sections
+        at = self.reuse.commit
+        return {
+            wid: {**s, "kernels": [{**k, "profiled_at": at} for k in s.get("kernels", [])]}
+            for wid, s in sections.items()
+        }
 
     def close(self) -> None:
         """End the pass started ahead if it was never used (a run stopped or failed first)."""
@@ -154,14 +170,15 @@ def kernel_filter(kernels: list[str]) -> str | None:
 
 def reuse_for(
     cache: Path, worktree: Path, build_dir: Path, commit: str, environment: dict[str, Any]
-) -> ProfileReuse | None:
+) -> ProfileReuse:
     """Reuse of earlier commits' sections for this run (runner.profile.reuse), unless turned
-    off; the key holds this pass's configuration and the runner's own code."""
-    if not profile_reuse.enabled():
-        return None
+    off (then it only stamps each kernel entry with what determined it); the key holds this
+    pass's configuration and the runner's own code."""
     package = Path(__file__).parents[1]  # the runner's code, every subpackage of it
     runner_code = {p.relative_to(package).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
                    for p in sorted(package.rglob("*.py"))}  # fmt: skip
     config = {"metrics": list(ncu.METRICS), "sections": list(SECTIONS),
               "launches": LAUNCHES_PER_WORKLOAD, "runner": runner_code}  # fmt: skip
-    return ProfileReuse(cache, worktree, build_dir, commit, environment, config)
+    return ProfileReuse(
+        cache, worktree, build_dir, commit, environment, config, keep=profile_reuse.enabled()
+    )

@@ -42,6 +42,14 @@ were reused and from which commit.
 
 Sections are kept under <cache>/ncu-profiles, the least recently used removed past MAX_ENTRIES.
 $KERNELWATCH_NCU_REUSE=0 profiles every workload.
+
+The same key, per kernel, goes into the document whether or not sections are reused: each kernel
+entry says what determined its counters (`determinants`: a digest of the host, the profile's
+configuration, the workload, the commit's code but native sources and prose, and that kernel's
+own code) and at which commit they were measured (`profiled_at`; a reused entry keeps the commit
+it was profiled at). The service learns how far each counter of a kernel moves between two
+measurements whose determinants are equal (service.analysis.work), and never from one reused
+measurement seen twice.
 """
 
 from __future__ import annotations
@@ -188,7 +196,8 @@ def merge(found: Found, fresh: Mapping[str, Any]) -> dict[str, Any] | None:
     profiled = {k["kernel"]: k for k in fresh.get("kernels", [])}
     if fresh.get("status") != "ok" or any(k not in profiled for k in found.stale):
         return None
-    kernels = [profiled[k["kernel"]] if k["kernel"] in found.stale else k
+    kernels = [profiled[k["kernel"]] if k["kernel"] in found.stale
+               else {**k, "profiled_at": k.get("profiled_at") or found.commit}
                for k in found.section["kernels"]]  # fmt: skip
     kept = len(kernels) - len(found.stale)
     reason = (f"profiled at this commit: {', '.join(found.stale)} (code changed); "
@@ -208,9 +217,11 @@ class ProfileReuse:
         commit: str,
         environment: Mapping[str, Any],
         config: Mapping[str, Any],
+        keep: bool = True,
     ) -> None:
         self.root = cache / "ncu-profiles"
         self.commit = commit
+        self.keep = keep  # look up and store sections; without, only `stamp` the document's
         files = tracked_files(worktree)
         self.code = {p: blob for p, blob in files.items()
                      if not is_native(p) and not is_prose(p)}  # fmt: skip
@@ -251,6 +262,8 @@ class ProfileReuse:
         """The stored section of this workload: whole where its kernels' code is unchanged,
         else the most recent one with the same build data, naming the kernels whose code
         changed (`Found.stale`, all of them at worst); None where none has this context."""
+        if not self.keep:
+            return None
         entries = []
         folder = self._folder(info)
         paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
@@ -292,7 +305,7 @@ class ProfileReuse:
     ) -> None:
         """Keep a freshly profiled section (status ok, with kernels) for later commits;
         `imported`: the worktree's Python files the profile worker imported (None: unknown)."""
-        if section.get("status") != "ok" or not section.get("kernels"):
+        if not self.keep or section.get("status") != "ok" or not section.get("kernels"):
             return
         kernels = [k["kernel"] for k in section["kernels"]]
         deps = dependencies(kernels, self.outputs, self.native)
@@ -317,8 +330,27 @@ class ProfileReuse:
             json.dump(entry, f)
         os.replace(f.name, target)  # whole or absent, also with two agents on one host
 
+    def stamp(
+        self, info: Mapping[str, Any], section: dict[str, Any], profiled_at: str
+    ) -> dict[str, Any]:
+        """`section` with each kernel entry's `determinants` and `profiled_at` (`profiled_at`
+        where an entry does not say already: a fresh one's commit, or the commit a reused
+        section was profiled at)."""
+        if not section.get("kernels"):
+            return section
+        code = self.code_of(None)
+        kernels = []
+        for entry in section["kernels"]:
+            own = dependencies([entry["kernel"]], self.outputs, self.native)
+            key = {"context": self.context, "workload": info, "code": code, "kernel": own}
+            kernels.append({**entry, "determinants": _digest(key),
+                            "profiled_at": entry.get("profiled_at") or profiled_at})  # fmt: skip
+        return {**section, "kernels": kernels}
+
     def prune(self, keep: int = MAX_ENTRIES) -> int:
         """Remove the least recently used entries beyond `keep`; how many went."""
+        if not self.keep:
+            return 0
         entries = sorted(self.root.glob("*/*.json"), key=lambda p: p.stat().st_mtime)
         gone = entries[: max(0, len(entries) - keep)]
         for path in gone:

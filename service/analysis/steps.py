@@ -30,6 +30,7 @@ import ruptures as rpt
 from numpy.lib.stride_tricks import sliding_window_view
 
 from service.analysis.verdicts import NOISE_MULTIPLE, class_floor
+from service.analysis.wander import successive_spread
 
 MIN_SIZE = 3
 EPISODE = 5  # a segment shorter than this must be a level of its own (_mixed_cut)
@@ -53,11 +54,7 @@ def _median(a: np.ndarray) -> float:
     return float(s[(s.size - 1) // 2] + s[s.size // 2]) / 2
 
 
-def noise(values: np.ndarray) -> float:
-    """Robust standard deviation of one point: MAD of first differences / sqrt(2)."""
-    if values.size < 2:
-        return 0.0
-    return _median(np.abs(np.diff(values))) * 1.4826 / math.sqrt(2)
+noise = successive_spread  # robust standard deviation of one point: MAD of first differences
 
 
 def detect(medians: Sequence[float], min_size: int = MIN_SIZE) -> list[Shift]:

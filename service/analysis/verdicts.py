@@ -1,22 +1,39 @@
-"""Deciding whether a series changed: a rank test, false-discovery control and an effect floor.
+"""Deciding whether a series changed: a test on processes, false-discovery control and an effect
+floor.
 
 A change is reported only when both hold:
-- the head's samples differ from the baseline's by a two-sided Mann-Whitney U test, after
-  Benjamini-Hochberg correction across every series of the run (q = 0.01), and
-- the relative change of the median exceeds a floor: the larger of the duration class's floor
-  and a multiple of the run-to-run spread within the baseline's segment (service.analysis.
-  segments: the results since the series' last level shift). The classes' detection targets are
-  2% for >= 50 us, 5% for 10-50 us and 10% below (short kernels are noisier between processes);
-  the class floor is half the target, so that a change of the target's size clears it despite
-  noise (benchmarks/signal_quality.py measures recall and false alerts).
+- the head's run differs from the baseline's runs by a two-sided t-test whose unit is the timing
+  process (its median), with the run-to-run variance the series' two levels of noise give
+  (service.analysis.wander), after Benjamini-Hochberg correction across every series of the run
+  (q = 0.01); where no run has two processes to tell them apart, a Mann-Whitney U test of the
+  samples stands in, and
+- the relative change of the median exceeds a floor: the largest of the duration class's floor,
+  a multiple of the run-to-run spread within the baseline's segment (service.analysis.segments:
+  the results since the series' last level shift) and the same multiple of the run-to-run spread
+  the processes of the runs compared imply (so that a series is never called changed by less
+  than its own wander, also while its level is too young to have measured it). The classes'
+  detection targets are 2% for >= 50 us, 5% for 10-50 us and 10% below (short kernels are
+  noisier between processes); the class floor is half the target, so that a change of the
+  target's size clears it despite noise (benchmarks/signal_quality.py measures recall and false
+  alerts).
+
+A level with fewer than wander.MIN_LEVEL results has not shown how far its runs wander: a change
+that clears everything else there is *pending*, never red, and the next run along the line
+settles it: changed when that run does not come back (it stays beyond the floor from the
+baseline on the same side, at the head's level or further on); unchanged when it comes back to
+the baseline (the head was an outlier of the series' wander, left out of the level's baseline
+from then on) or goes beyond the floor the other way (the head's change is not confirmed).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import false_discovery_control, mannwhitneyu
+
+from service.analysis import wander
 
 Q = 0.01
 NOISE_MULTIPLE = 3.0
@@ -60,11 +77,18 @@ class Comparison:
     head_median: float
     baseline_median: float
     baseline_results: int
+    # The level's run-to-run wander is not known yet (fewer than wander.MIN_LEVEL results).
+    young: bool = False
+    # For a young level: the next run's change against the same baseline, None while there
+    # is no next run along the line.
+    next_change: float | None = None
+    unit: str = "process"  # what the test counted: "process" medians, or "sample"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One series to compare: the head's samples and its baseline runs' samples."""
+    """One series to compare: the head's samples and its baseline runs' samples, each with the
+    number of samples of each of its processes (stored back to back)."""
 
     key: int
     head: np.ndarray
@@ -74,6 +98,12 @@ class Candidate:
     # The medians whose spread sets the noise floor (the baseline's whole segment); without
     # them, the baseline runs' own medians.
     noise_medians: list[float] | None = None
+    head_counts: Sequence[int] = ()  # samples per process; empty: one process
+    baseline_counts: list[Sequence[int]] = field(default_factory=list)
+    next_median: float | None = None  # the next run's median along the line, if there is one
+    # The series' run medians before the head, nearest first: its level's and earlier levels'
+    # (how far its runs wander, service.analysis.wander).
+    history: Sequence[float] = ()
 
 
 def compare(
@@ -82,9 +112,15 @@ def compare(
     baseline: list[np.ndarray],
     lower_is_better: bool = True,
     baseline_medians: list[float] | None = None,
+    head_counts: Sequence[int] = (),
+    baseline_counts: list[Sequence[int]] | None = None,
 ) -> Comparison | None:
     """None when there is too little baseline to test against."""
-    return compare_many([Candidate(key, head, baseline, lower_is_better, baseline_medians)])[0]
+    candidate = Candidate(
+        key, head, baseline, lower_is_better, baseline_medians,
+        head_counts=head_counts, baseline_counts=baseline_counts or [],
+    )  # fmt: skip
+    return compare_many([candidate])[0]
 
 
 def rank_test_p_values(
@@ -120,26 +156,48 @@ def rank_test_p_values(
 
 
 def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
-    """`compare` for many series at once, with the rank tests batched (rank_test_p_values)."""
+    """`compare` for many series at once; the rank tests, where they stand in, are batched
+    (rank_test_p_values)."""
     pooled = [np.concatenate(c.baseline) if c.baseline else np.empty(0) for c in candidates]
     usable = [
         i
         for i, c in enumerate(candidates)
         if pooled[i].size >= MIN_BASELINE_SAMPLES and c.head.size >= 3
     ]
-    tested = rank_test_p_values([(candidates[i].head, pooled[i]) for i in usable])
-    p_values = dict(zip(usable, tested, strict=True))
+    tests: dict[int, tuple[wander.Wander, wander.LevelTest | None]] = {}
+    for i in usable:
+        c = candidates[i]
+        head = wander.log_process_medians(c.head, c.head_counts)
+        counts = c.baseline_counts or [()] * len(c.baseline)
+        base = [wander.log_process_medians(b, n) for b, n in zip(c.baseline, counts, strict=True)]
+        medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
+        level = wander.measure(head, base, c.noise_medians or medians, c.history)
+        testable = level.process_df or not level.young  # else the samples must stand in
+        tests[i] = (level, wander.test(head, base, level) if testable else None)
+    by_rank = [i for i in usable if tests[i][1] is None]
+    ranked = rank_test_p_values([(candidates[i].head, pooled[i]) for i in by_rank])
+    p_values = dict(zip(by_rank, ranked, strict=True))
     out: list[Comparison | None] = [None] * len(candidates)
     for i in usable:
         c = candidates[i]
+        level, tested = tests[i]
         medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
         base = float(np.median(medians))
         now = float(np.median(c.head))
-        change = (now - base) / base if base else 0.0
-        if not c.lower_is_better:
-            change = -change
-        floor = max(class_floor(base), noise_floor(c.noise_medians or medians))
-        out[i] = Comparison(c.key, change, floor, p_values[i], now, base, len(c.baseline))
+        sign = 1.0 if c.lower_is_better else -1.0
+        change = sign * (now - base) / base if base else 0.0
+        later = c.next_median
+        next_change = sign * (later - base) / base if base and later is not None else None
+        floor = max(
+            class_floor(base),
+            noise_floor(c.noise_medians or medians),
+            NOISE_MULTIPLE * level.run_spread,
+        )
+        out[i] = Comparison(
+            c.key, change, floor, tested.p_value if tested else p_values[i], now, base,
+            len(c.baseline), young=level.young, next_change=next_change if level.young else None,
+            unit="process" if tested else "sample",
+        )  # fmt: skip
     return out
 
 
@@ -147,22 +205,41 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
 class Decision:
     comparison: Comparison
     q_value: float
-    verdict: str  # regressed | improved | unchanged
+    verdict: str  # regressed | improved | unchanged | pending
+    # How the next run settled a young level's change: "stayed" (a change of level), "back"
+    # (it came back: this run was an outlier of the series' wander) or "moved" (it moved on,
+    # a change of its own: this one is not confirmed); None where nothing was settled.
+    settled: str | None = None
 
 
 def decide(comparisons: list[Comparison], q: float = Q) -> list[Decision]:
-    """Benjamini-Hochberg over the run's series, then the effect floor."""
+    """Benjamini-Hochberg over the run's series, then the effect floor; on a young level, the
+    next run's settlement (or pending while there is none)."""
     if not comparisons:
         return []
     q_values = false_discovery_control([c.p_value for c in comparisons], method="bh")
     out = []
     for c, q_value in zip(comparisons, q_values, strict=True):
-        significant = q_value <= q
-        if significant and c.change > c.floor:
-            verdict = "regressed"
-        elif significant and c.change < -c.floor:
-            verdict = "improved"
+        direction = "regressed" if c.change > c.floor else "improved" if c.change < -c.floor else ""
+        if q_value > q or not direction:
+            out.append(Decision(c, float(q_value), "unchanged"))
+        elif not c.young:
+            out.append(Decision(c, float(q_value), direction))
+        elif c.next_change is None:
+            out.append(Decision(c, float(q_value), "pending"))
         else:
-            verdict = "unchanged"
-        out.append(Decision(c, float(q_value), verdict))
+            how = settlement(c)
+            verdict = direction if how == "stayed" else "unchanged"
+            out.append(Decision(c, float(q_value), verdict, how))
     return out
+
+
+def settlement(c: Comparison) -> str:
+    """How the next run settles a young level's change: "stayed" where it did not come back
+    (beyond the floor from the baseline on the same side: at the head's level or further on);
+    "back" where it is within the floor of the baseline; "moved" where it went beyond the floor
+    on the other side."""
+    assert c.next_change is not None
+    if c.next_change * c.change > 0 and abs(c.next_change) > c.floor:
+        return "stayed"
+    return "back" if abs(c.next_change) <= c.floor else "moved"

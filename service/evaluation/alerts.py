@@ -133,9 +133,10 @@ def _line(session: Session, run: Run) -> set[int]:
 
 def _fixed_by(session: Session, alert: Alert, run: Run, v: Verdict) -> None:
     """`run` brought the series back: an open alert is closed as fixed, by kernelwatch, naming
-    the commit, the run and the change; a still suspected one is closed so once confirmed. The
-    fix is the first commit back: one that arrives after a later commit closed the alert takes
-    its place."""
+    the commit, the run and the change; so is a still suspected one, whose confirmation would
+    add nothing the fix does not say (and which may never come: an imported result, a host
+    that is gone), its queued confirmation cancelled. The fix is the first commit back: one
+    that arrives after a later commit closed the alert takes its place."""
     if alert.fixed_by_commit_id is not None:
         later = session.get(Commit, alert.fixed_by_commit_id)
         own = session.get(Commit, run.commit_id)
@@ -151,20 +152,39 @@ def _fixed_by(session: Session, alert: Alert, run: Run, v: Verdict) -> None:
         f"{class_floor(base):.0%} of the {base:.4g} us it regressed from"
     )
     alert.fixed_by_commit_id = run.commit_id
-    if alert.state in ("suspected", "fixed"):
+    if alert.state == "fixed":
         session.add(
             AlertEvent(
                 alert_id=alert.id,
                 from_state=alert.state,
                 to_state=alert.state,
                 actor="kernelwatch",
-                note=why
-                if alert.state == "fixed"
-                else f"{why}; closed as fixed once the regression is confirmed",
+                note=why,
             )
         )
         return
+    if alert.state == "suspected":
+        why += "; before any confirmation"
+        _drop_confirmation(session, alert)
     transition(session, alert, "fixed", "kernelwatch", why)
+
+
+def _drop_confirmation(session: Session, alert: Alert) -> None:
+    """Cancel the alert's confirmation while no runner has it, unless another alert of the same
+    job still waits for it."""
+    if alert.confirm_job_id is None:
+        return
+    waiting = session.scalar(
+        select(Alert.id).where(
+            Alert.confirm_job_id == alert.confirm_job_id,
+            Alert.id != alert.id,
+            Alert.state == "suspected",
+        )
+    )
+    if waiting is None:
+        queue.cancel_if_queued(
+            session, alert.confirm_job_id, "the regressions it was to confirm came back first"
+        )
 
 
 def triage(session: Session, alert: Alert, state: str, actor: str, note: str) -> None:
@@ -207,8 +227,13 @@ def _suspect(session: Session, run: Run, v: Verdict) -> Alert:
         if base_commit_id
         else None
     )
-    attribution = attribute(session, series, run, base_run, v.change)
+    retired = (
+        session.get(Series, v.redefined_from_series_id) if v.redefined_from_series_id else None
+    )
+    attribution = attribute(session, series, run, base_run, v.change, base_series=retired)
     attribution["base_median"] = v.baseline_median
+    if retired is not None:  # the base measured the workload as it was defined before
+        attribution["redefined_from"] = {"series_id": retired.id, "params": retired.params}
     alert = Alert(
         repository_id=run.repository_id,
         series_id=series.id,
@@ -248,6 +273,9 @@ def _queue_confirmation(session: Session, run: Run, alerts: list[Alert], max_att
             series = session.get(Series, alert.series_id)
             assert series is not None
             workloads.append({"name": series.workload, "params": series.params})
+            before = alert.attribution.get("redefined_from")
+            if before is not None:  # the base side measures it as it was then
+                workloads.append({"name": series.workload, "params": before["params"]})
         base_sha = commit_sha(session, base_id)
         (job,) = queue.enqueue(
             session,
@@ -277,8 +305,10 @@ def confirm(
     for alert in alerts:
         series = session.get(Series, alert.series_id)
         assert series is not None
+        before = alert.attribution.get("redefined_from")
+        retired = session.get(Series, before["series_id"]) if before else None
         head_samples = series_samples(head, series)
-        base_samples = series_samples(base, series)
+        base_samples = series_samples(base, retired or series)
         if alert.state != "suspected":
             continue
         if head_samples is None or base_samples is None:

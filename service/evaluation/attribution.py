@@ -179,10 +179,18 @@ def _explain_kernel(row: dict[str, Any], base: _Side, head: _Side) -> dict[str, 
 
 
 def attribute(
-    session: Session, series: Series, head_run: Run, base_run: Run | None, change: float
+    session: Session,
+    series: Series,
+    head_run: Run,
+    base_run: Run | None,
+    change: float,
+    base_series: Series | None = None,
 ) -> dict[str, Any]:
-    """The alert's attribution: kernels, ranked causes with shares, findings, one-line summary."""
-    base, head = _Side(session, base_run, series), _Side(session, head_run, series)
+    """The alert's attribution: kernels, ranked causes with shares, findings, one-line summary;
+    `base_series`: the workload as the base run measured it, where a commit redefined it in
+    place (its kernels are paired by name all the same)."""
+    base = _Side(session, base_run, base_series or series)
+    head = _Side(session, head_run, series)
     timeline = bool(base.timeline) and bool(head.timeline)
     names = head.kernels or list(head.counters)
     times = [
@@ -199,7 +207,7 @@ def attribute(
     ]
     causes.sort(key=lambda c: -c["workload_share"])
     return {
-        "summary": summary(series, change, kernels, causes, bool(head.counters)),
+        "summary": summary(series, change, kernels, causes, bool(head.counters), base_series),
         "kernel_times": "timeline" if timeline else "ncu",
         "kernels": kernels,
         "causes": causes,
@@ -218,8 +226,12 @@ def summary(
     kernels: list[dict[str, Any]],
     causes: list[dict[str, Any]],
     ncu: bool,
+    before: Series | None = None,
 ) -> str:
-    head = f"{describe_workload(series.workload, series.params)} {change:+.1%}"
+    head = describe_workload(series.workload, series.params)
+    if before is not None and before.params != series.params:
+        head += f" (redefined from {describe_workload(before.workload, before.params)})"
+    head = f"{head} {change:+.1%}"
     if not kernels:
         why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
         return f"{head}: {why}"

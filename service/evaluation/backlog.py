@@ -9,7 +9,9 @@ are NULL) and the app works it off a moment later (service.api.background), or, 
 Verdicts and alerts are decided run by run, ancestors first (a burst posted out of order is
 decided as if it had come in order); a run whose commit is an ancestor of runs analysed before
 it (it arrived late) puts those back on the backlog, so that every verdict is the same whatever
-the order the runs arrived in. Change points
+the order the runs arrived in. A run also puts back the runs before it on its line that left a
+verdict pending for one of its series (a level too young to know its wander): it may be the
+next run that settles them (service.analysis.verdicts). Change points
 are coalesced: the newest run's window on a branch covers the older runs' commits, so a run that
 is covered (its commit in a window just re-segmented, its series among those re-segmented) is
 marked done without work of its own, and a burst of runs costs one re-segmentation.
@@ -24,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,13 +35,16 @@ from service.core.db import one_writer
 from service.evaluation.alerts import notify_broken, update_alerts
 from service.evaluation.changepoints import Segmented, update_change_points
 from service.evaluation.evaluate import evaluate_run
-from service.models import Commit, Result, Run
+from service.models import Commit, Result, Run, Verdict
 from service.models.base import utcnow
 from service.store.waiting import BATCH, waiting_runs
 
 CONFIRM_ATTEMPTS = 3
 # Verdicts decided in one go (late arrivals put runs back; the rest waits for the next turn).
 MAX_ANALYSES = 4 * BATCH
+# Runs a judged run puts back that are decided with it before its caller reads (a pending
+# verdict it settles, the run after that one): more, from a burst, wait for the worker.
+FOLLOW_UP = 8
 
 
 @dataclass(frozen=True)
@@ -57,13 +63,26 @@ def backlog_ages(factory: sessionmaker[Session]) -> tuple[datetime | None, datet
     return newest, oldest
 
 
-def analyse_run(factory: sessionmaker[Session], run_id: int) -> str | None:
-    """Decide one run's verdicts and alerts; its run id, or None when another process did."""
+def analyse_run(factory: sessionmaker[Session], run_id: int) -> list[str]:
+    """Decide one run's verdicts and alerts, and those of the runs it puts back on the backlog
+    (the descendants it arrived after, the earlier runs whose pending verdicts it settles), so
+    that what the caller reads next is decided; the run ids decided, its own first (none when
+    another process took it)."""
     outcome = _analyse(factory, run_id)
-    return outcome[0] if outcome is not None else None
+    if outcome is None:
+        return []
+    decided, reopened = [outcome[0]], list(outcome[1])
+    while reopened and len(decided) <= FOLLOW_UP:
+        with factory() as session:
+            reopened = in_ancestry_order(session, reopened)
+        again = _analyse(factory, reopened.pop(0))
+        if again is not None:
+            decided.append(again[0])
+            reopened = sorted({*reopened, *again[1]})
+    return decided
 
 
-def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, int] | None:
+def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, list[int]] | None:
     """(run id, runs put back on the backlog) or None when another process took the run."""
     with one_writer(factory), factory() as session, session.begin():
         if not _claim(session, run_id, Run.analysed_at):
@@ -73,17 +92,15 @@ def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, int] | N
         verdicts = evaluate_run(session, run)
         update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
         notify_broken(session, run)
-        return run.run_uuid, _reopen_descendants(session, run)
+        return run.run_uuid, _reopen_descendants(session, run) + _reopen_pending(session, run)
 
 
-def _reopen_descendants(session: Session, run: Run) -> int:
+def _reopen_descendants(session: Session, run: Run) -> list[int]:
     """Put back on the backlog the analysed runs of the run's series whose commits descend from
     its commit: it arrived after them, so their baselines lacked it. Found among the results
     dated at or after the commit (the (series, branch, time) index: nothing, usually), then by
     their commits' ancestry."""
-    head = session.get(Commit, run.commit_id)
-    assert head is not None
-    series = select(Result.series_id).where(Result.run_id == run.id)
+    head, series = _commit_and_series(session, run)
     later = session.execute(
         select(Run.id, Commit.ancestors, Commit.committed_at)
         .join(Commit, Commit.id == Run.commit_id)
@@ -113,14 +130,59 @@ def _reopen_descendants(session: Session, run: Run) -> int:
             Run.analysed_at.is_not(None),
         )
     ).all()
-    if descendants:
+    _reopen(session, descendants)
+    return descendants
+
+
+def _reopen_pending(session: Session, run: Run) -> list[int]:
+    """Put back on the backlog the analysed runs of the run's line (its first-parent ancestors
+    on its branch, no later than it: the runs whose next run it can be,
+    store.ancestry.next_results) with a pending verdict on one of the run's series."""
+    if run.pull_request is not None:
+        return []
+    head, series = _commit_and_series(session, run)
+    waiting = session.execute(
+        select(Run.id, Commit.sha, Commit.committed_at)
+        .join(Verdict, Verdict.run_id == Run.id)
+        .join(Commit, Commit.id == Run.commit_id)
+        .where(
+            Verdict.verdict == "pending",
+            Verdict.series_id.in_(series),
+            Run.branch == run.branch,
+            Run.pull_request.is_(None),
+            Run.analysed_at.is_not(None),
+            Run.id != run.id,
+            Commit.id != head.id,
+            Commit.committed_at <= head.committed_at,
+        )
+    ).all()
+    line = set(head.ancestors or ())
+    ids = sorted(
+        {
+            rid
+            for rid, sha, committed_at in waiting
+            if (sha in line if head.ancestors else committed_at < head.committed_at)
+        }
+    )
+    _reopen(session, ids)
+    return ids
+
+
+def _commit_and_series(session: Session, run: Run) -> tuple[Commit, Any]:
+    """The run's commit, and a sub-select of the series it measured."""
+    head = session.get(Commit, run.commit_id)
+    assert head is not None
+    return head, select(Result.series_id).where(Result.run_id == run.id)
+
+
+def _reopen(session: Session, run_ids: list[int]) -> None:
+    if run_ids:
         session.execute(
             update(Run)
-            .where(Run.id.in_(descendants))
+            .where(Run.id.in_(run_ids))
             .values(analysed_at=None)
             .execution_options(synchronize_session=False)
         )
-    return len(descendants)
 
 
 def in_ancestry_order(session: Session, run_ids: list[int]) -> list[int]:

@@ -8,10 +8,10 @@ samples) are what the head is tested against; the medians of the whole segment g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from service.analysis.segments import Point, Segment, segment_of
@@ -30,6 +30,7 @@ class BaselineResult:
     commit_id: int
     median: float
     samples: np.ndarray
+    process_counts: list[int]  # samples per timing process, stored back to back
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Baseline:
     segment_medians: list[float]  # nearest first
     segment: Segment
     start_commit_id: int
+    # The medians of every result read (WINDOW at most), nearest first: how far the series'
+    # runs wander (service.analysis.wander).
+    history: list[float] = field(default_factory=list)
 
 
 def baselines(
@@ -50,35 +54,45 @@ def baselines(
     """Per series with an ancestor result, its baseline: the segment since the last level shift
     among its nearest WINDOW ancestor results, and that segment's nearest `k` results."""
     nearest = nearest_results(session, series_ids, commit_ids, WINDOW)
-    markers = _markers(session, nearest)
-    chosen: dict[int, tuple[list, Segment]] = {}
+    markers, outliers = _markers(session, nearest)
+    chosen: dict[int, tuple[list, Segment, int]] = {}
     for sid, rows in nearest.items():
         points = [
             Point(cid, median, *markers.get((sid, cid), (None, ""))) for _, cid, median, _ in rows
         ]
         segment = segment_of(points)
-        chosen[sid] = (rows[: segment.length], segment)
-    wanted = [rid for rows, _ in chosen.values() for rid, _, _, _ in rows[:k]]
-    samples = (
-        dict(
-            session.execute(
-                select(Result.id, Result.samples).where(among(session, Result.id, wanted))
-            ).all()
-        )
+        level = rows[: segment.length]
+        # A run the next one showed off its level (an outlier by the series' wander) stays out
+        # of the level's baseline: in a level of two, a median of two is their mean.
+        kept = [r for r in level if r[0] not in outliers] or level
+        chosen[sid] = (kept, segment, level[-1][1])
+    wanted = [rid for rows, _, _ in chosen.values() for rid, _, _, _ in rows[:k]]
+    stored = (
+        {
+            rid: (blob, counts)
+            for rid, blob, counts in session.execute(
+                select(Result.id, Result.samples, Result.process_counts).where(
+                    among(session, Result.id, wanted)
+                )
+            )
+        }
         if wanted
         else {}
     )
     return {
         sid: Baseline(
             [
-                BaselineResult(rid, cid, median, unpack_samples(samples[rid]))
+                BaselineResult(
+                    rid, cid, median, unpack_samples(stored[rid][0]), list(stored[rid][1] or [])
+                )
                 for rid, cid, median, _ in rows[:k]
             ],
             [median for _, _, median, _ in rows],
             segment,
-            rows[-1][1],
+            start,
+            [median for _, _, median, _ in nearest[sid]],
         )
-        for sid, (rows, segment) in chosen.items()
+        for sid, (rows, segment, start) in chosen.items()
     }
 
 
@@ -87,24 +101,27 @@ _SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}
 
 def _markers(
     session: Session, nearest: dict[int, list[tuple[int, int, float, int]]]
-) -> dict[tuple[int, int], tuple[str | None, str]]:
+) -> tuple[dict[tuple[int, int], tuple[str | None, str]], set[int]]:
     """(series, commit) -> (marker, note) for the level shifts recorded at the points read:
     the verdicts that found a change there, overridden by what the alerts of those changes say
     (withdrawn when dismissed or invalid, accepted when acknowledged, a new level at the commit
-    that fixed it)."""
+    that fixed it); and the results among them whose verdict found them outliers."""
     point = {rid: (sid, cid) for sid, rows in nearest.items() for rid, cid, _, _ in rows}
     if not point:
-        return {}
+        return {}, set()
     runs = {run_id for rows in nearest.values() for _, _, _, run_id in rows}
     out: dict[tuple[int, int], tuple[str | None, str]] = {}
-    # By run (its index): the few verdicts that found a change among the runs read.
-    for rid, verdict in session.execute(
-        select(Verdict.result_id, Verdict.verdict).where(
+    outliers: set[int] = set()
+    # By run (its index): the few verdicts that found a change (or an outlier) among the runs.
+    for rid, verdict, outlier in session.execute(
+        select(Verdict.result_id, Verdict.verdict, Verdict.outlier).where(
             among(session, Verdict.run_id, runs),
-            Verdict.verdict.in_(list(_SHIFT_VERDICTS)),
+            or_(Verdict.verdict.in_(list(_SHIFT_VERDICTS)), Verdict.outlier),
         )
     ):
-        if rid in point:
+        if rid in point and outlier:
+            outliers.add(rid)
+        elif rid in point:
             out[point[rid]] = (_SHIFT_VERDICTS[verdict], "")
     commits = {cid for _, cid in point.values()}
     alerts = session.execute(
@@ -137,4 +154,4 @@ def _markers(
                 "fixed",
                 f"alert {a.id} fixed, closed by {a.updated_by}",
             )
-    return out
+    return out, outliers

@@ -25,7 +25,11 @@ from service.store.upsert import get_or_create
 
 
 def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
-    """Begin bisecting a just-opened alert if its head arrived in a push of several commits."""
+    """Begin bisecting a just-opened alert if its head arrived in a push of several commits
+    (not one of a workload redefined in place: the commits between measure it under either
+    definition)."""
+    if alert.attribution.get("redefined_from"):
+        return
     run = session.get(Run, alert.run_id)
     run_job = session.get(Job, run.job_id) if run is not None and run.job_id else None
     pushed = list((run_job.payload or {}).get("push_commits") or []) if run_job else []

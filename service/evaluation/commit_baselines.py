@@ -50,7 +50,11 @@ def _judged(
     """Per judged result, the newest result of its series at its verdict's nearest baseline
     commit (nearest_results' rule at a commit measured twice)."""
     wanted = {
-        r.id: (r.series_id, verdicts[r.id].baseline_commits[0])
+        # A workload redefined in place was judged against the series it retired.
+        r.id: (
+            verdicts[r.id].redefined_from_series_id or r.series_id,
+            verdicts[r.id].baseline_commits[0],
+        )
         for r in results
         if r.id in verdicts and verdicts[r.id].baseline_commits
     }

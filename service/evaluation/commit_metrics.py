@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session
 
-from service.analysis.work import describe
+from service.analysis.work import MIN_PAIRS, describe
 from service.core.sql import among
 from service.evaluation.commit_baselines import baselines_at
 from service.models import (
@@ -60,7 +60,8 @@ _WORKLOAD = [
 _WORK = [
     WorkVerdict.run_workload_id, WorkVerdict.kernel, WorkVerdict.counter, WorkVerdict.label,
     WorkVerdict.value,
-    WorkVerdict.base_value, WorkVerdict.change, WorkVerdict.verdict,
+    WorkVerdict.base_value, WorkVerdict.change, WorkVerdict.verdict, WorkVerdict.tolerance,
+    WorkVerdict.pairs,
 ]  # fmt: skip
 _CORRECTNESS = [
     CorrectnessOutcome.passed, CorrectnessOutcome.error_norm, CorrectnessOutcome.tolerance,
@@ -75,7 +76,7 @@ _VERDICT = [
     Verdict.result_id, Verdict.series_id, Verdict.verdict, Verdict.change, Verdict.p_value,
     Verdict.q_value, Verdict.floor, Verdict.baseline_median, Verdict.baseline_results,
     Verdict.note, Verdict.segment_start_commit_id, Verdict.segment_kind, Verdict.segment_results,
-    Verdict.segment_note, Verdict.baseline_commits,
+    Verdict.segment_note, Verdict.baseline_commits, Verdict.redefined_from_series_id,
 ]  # fmt: skip
 
 
@@ -315,15 +316,19 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
         "baseline_results": v.baseline_results,
         "note": v.note,
         "segment": segment,
+        "redefined_from_series": v.redefined_from_series_id,
     }
 
 
 def work_public(wv: WorkVerdict | Row[Any]) -> dict[str, Any]:
     label = wv.label or wv.counter
     note = describe(label, wv.change) if wv.verdict == "changed" else ""
+    if wv.verdict == "learning":
+        note = (f"not yet shown steady on this kernel: {wv.pairs} of {MIN_PAIRS} pairs of runs "
+                "of unchanged code; shown, no notice")  # fmt: skip
     return {"counter": wv.counter, "label": label, "value": wv.value,
             "base_value": wv.base_value, "change": wv.change, "verdict": wv.verdict,
-            "note": note}  # fmt: skip
+            "tolerance": wv.tolerance, "pairs": wv.pairs, "note": note}  # fmt: skip
 
 
 def _absent(session: Session, verdicts: list[Row[Any]]) -> list[dict[str, Any]]:

@@ -6,12 +6,14 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from service.analysis.segments import describe
-from service.analysis.verdicts import Candidate, compare_many, decide
+from service.analysis.verdicts import Candidate, Decision, compare_many, decide
+from service.analysis.wander import MIN_LEVEL
 from service.core.sql import among
+from service.evaluation import redefinitions
 from service.evaluation.baseline import Baseline, baselines
 from service.evaluation.work_verdicts import judge_work
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
-from service.store.ancestry import ancestry
+from service.store.ancestry import ancestry, next_results
 from service.store.samples import unpack_samples
 
 BROKEN_STATES = ("correctness_failed", "failed", "timeout", "crashed")
@@ -26,8 +28,26 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     commit_ids = baseline_line(session, run, head)
     results = list(session.scalars(select(Result).where(Result.run_id == run.id)))
     history = baselines(session, [r.series_id for r in results], commit_ids)
+    line = _line_runs(session, run, commit_ids)
+    previous = line[0] if line else None
+    measured = {r.series_id for r in results}
+    # A workload redefined in place: its new series' first result is judged against the level
+    # of the series it retired (service.analysis.redefinition).
+    started = {r.series_id for r in results if r.series_id not in history}
+    redefined = redefinitions.redefined(session, run.id, previous, started, measured)
+    if redefined:
+        before = baselines(session, [s.id for s in redefined.values()], commit_ids)
+        history |= {new: before[old.id] for new, old in redefined.items() if old.id in before}
     shas = _shas(session, history)
     bases = [history.get(result.series_id) for result in results]
+    young = [
+        r.series_id
+        for r, b in zip(results, bases, strict=True)
+        if b is not None and len(b.segment_medians) < MIN_LEVEL
+    ]
+    # A young level's verdict waits for the next run of its line (service.analysis.verdicts);
+    # a pull request's run has none: its pending verdicts stay so until a new push.
+    later = next_results(session, head, run.branch, young) if run.pull_request is None else {}
     candidates = [
         Candidate(
             result.id,
@@ -35,6 +55,10 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
             [b.samples for b in base.results] if base else [],
             baseline_medians=[b.median for b in base.results] if base else None,
             noise_medians=base.segment_medians if base else None,
+            head_counts=list(result.process_counts or []),
+            baseline_counts=[b.process_counts for b in base.results] if base else [],
+            next_median=later[result.series_id][1] if result.series_id in later else None,
+            history=base.history if base else [],
         )
         for result, base in zip(results, bases, strict=True)
     ]
@@ -60,6 +84,20 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     for decision, (comparison, base, result) in zip(
         decide([c for c, _, _ in comparisons]), comparisons, strict=True
     ):
+        note = _wander_note(decision, len(base.segment_medians))
+        old = redefined.get(result.series_id)
+        if old is not None:
+            new = session.get(Series, result.series_id)
+            assert new is not None
+            note = "; ".join(
+                part
+                for part in (
+                    f"redefined in place: {redefinitions.describe(old, new)}, compared with the "
+                    f"level of its series before (series {old.id})",
+                    note,
+                )
+                if part
+            )
         verdicts.append(
             Verdict(
                 run_id=run.id,
@@ -73,13 +111,16 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                 baseline_median=comparison.baseline_median,
                 baseline_results=len(base.results),
                 baseline_commits=[b.commit_id for b in base.results],
+                note=note,
+                outlier=decision.settled == "back",
+                redefined_from_series_id=old.id if old is not None else None,
                 **_segment_fields(base, shas),
             )
         )
-    previous = _previous_run_id(session, run, commit_ids)
-    verdicts += _broken_and_missing(session, run, previous, {r.series_id for r in results})
+    then = {old.id: new_id for new_id, old in redefined.items()}
+    verdicts += _broken_and_missing(session, run, previous, measured, then)
     session.add_all(verdicts)
-    judge_work(session, run.id, previous)
+    judge_work(session, run.id, line)
     return verdicts
 
 
@@ -97,6 +138,31 @@ def baseline_line(session: Session, run: Run, head: Commit) -> list[int]:
     if base is None or run.base_ref is None:
         return []
     return [base.id, *(c for c in ancestry(session, base, run.base_ref) if c != base.id)]
+
+
+def _wander_note(decision: Decision, level_results: int) -> str:
+    """What a person needs to read a verdict on a level too young to know its wander."""
+    c = decision.comparison
+    runs = f"{level_results} run{'s' * (level_results != 1)}"
+    if decision.verdict == "pending":
+        return (
+            f"pending: {c.change:+.1%} clears the floor ({c.floor:.1%}), but the level it is "
+            f"compared with has {runs}, too few to know how far its runs wander; the next run "
+            "of this line settles it"
+        )
+    if decision.settled == "stayed":
+        return f"the next run did not come back ({c.next_change:+.1%}): a change of level"
+    if decision.settled == "back":
+        return (
+            f"{c.change:+.1%} was not a change: the next run came back ({c.next_change:+.1%} "
+            f"against the same {runs}), so it was this series' run-to-run wander"
+        )
+    if decision.settled == "moved":
+        return (
+            f"{c.change:+.1%} is not confirmed: the next run went the other way "
+            f"({c.next_change:+.1%} against the same {runs})"
+        )
+    return ""
 
 
 def _shas(session: Session, history: dict[int, Baseline]) -> dict[int, str]:
@@ -155,9 +221,10 @@ def _explain_method_changes(session: Session, new: list[Verdict], commit_ids: li
 
 
 def _broken_and_missing(
-    session: Session, run: Run, previous: int | None, measured: set[int]
+    session: Session, run: Run, previous: int | None, measured: set[int], redefined: dict[int, int]
 ) -> list[Verdict]:
-    """Series the previous run of this suite measured that this run did not."""
+    """Series the previous run of this suite measured that this run did not (`redefined`: those
+    a series of this run took the place of, old id -> new id)."""
     if previous is None:
         return []
     before = session.execute(
@@ -178,15 +245,21 @@ def _broken_and_missing(
             verdict, note = "broken", "the build failed"
         elif state is not None and state.status in BROKEN_STATES:
             verdict, note = "broken", f"{state.status}: {state.error[:500]}"
+        elif series_id in redefined:
+            verdict = "missing"
+            note = f"redefined in place: measured as series {redefined[series_id]} from this run"
         else:
             verdict, note = "missing", "measured by the previous run, not by this one"
         out.append(Verdict(run_id=run.id, series_id=series_id, verdict=verdict, note=note))
     return out
 
 
-def _previous_run_id(session: Session, run: Run, commit_ids: list[int]) -> int | None:
+def _line_runs(session: Session, run: Run, commit_ids: list[int]) -> list[int]:
+    """The runs of the suite and fingerprint at the commits of the run's baseline line (one a
+    commit, the newest where it was measured twice; builds that failed left out), nearest
+    first: the previous run, and those whose captures teach the work counters' noise."""
     if not commit_ids:
-        return None
+        return []
     position = {cid: i for i, cid in enumerate(commit_ids)}
     # Ids only: the ancestry holds hundreds of runs and their environments are not needed.
     candidates = session.execute(
@@ -198,6 +271,7 @@ def _previous_run_id(session: Session, run: Run, commit_ids: list[int]) -> int |
             Run.status != "build_failed",
         )
     ).all()
-    if not candidates:
-        return None
-    return min(candidates, key=lambda r: (position[r.commit_id], -r.id)).id
+    newest: dict[int, int] = {}
+    for run_id, commit_id in candidates:
+        newest[commit_id] = max(run_id, newest.get(commit_id, run_id))
+    return [newest[cid] for cid in sorted(newest, key=position.__getitem__)]

@@ -50,7 +50,8 @@ API_VERSION = "2022-11-28"
 MAX_DESCRIPTION = 140
 # Seconds to wait before the second and the third attempt.
 RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
-COUNT_ORDER = ("regressed", "broken", "more work", "improved", "unchanged", "new", "missing")
+COUNT_ORDER = ("regressed", "broken", "more work", "improved", "pending", "unchanged", "new",
+               "missing")  # fmt: skip
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")

@@ -28,6 +28,11 @@ class NcuKernel(Base):
     metrics: Mapped[dict[str, Any]] = mapped_column(WholeJSON)
     # [{"rule", "type", "description", "estimated_speedup", "speedup_type"}], in ncu's order
     findings: Mapped[list[Any]] = mapped_column(WholeJSON)
+    # What determined the counters and where they were measured (the document's; None from
+    # older runners): two captures with equal determinants and different commits are two
+    # measurements of the same thing, what a counter's noise is learned from.
+    determinants: Mapped[str | None] = mapped_column(String(64))
+    profiled_at: Mapped[str | None] = mapped_column(String(40))
 
 
 class TimelineEntry(Base):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text
+from sqlalchemy import Float, ForeignKey, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
 
-VERDICTS = ("regressed", "improved", "unchanged", "new", "missing", "broken")
+VERDICTS = ("regressed", "improved", "unchanged", "pending", "new", "missing", "broken")
 
 
 class Verdict(Base):
@@ -43,10 +43,20 @@ class Verdict(Base):
     segment_results: Mapped[int | None]
     segment_note: Mapped[str] = mapped_column(Text, default="")
     note: Mapped[str] = mapped_column(Text, default="")
+    # A young level's change that the next run did not confirm: this run sat off its level by
+    # the series' run-to-run wander, and the level's baseline leaves it out
+    # (service.evaluation.baseline) while its history keeps it (how far runs wander).
+    outlier: Mapped[bool] = mapped_column(default=False, server_default=false())
+    # The series this one's first result was compared with: the workload's series before the
+    # commit redefined it in place (the same name, kernels and work, other parameters; the old
+    # series is missing from the run). service.analysis.redefinition.
+    redefined_from_series_id: Mapped[int | None] = mapped_column(
+        ForeignKey("series.id", ondelete="SET NULL")
+    )
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-WORK_VERDICTS = ("changed", "same", "new")
+WORK_VERDICTS = ("changed", "same", "new", "learning")
 
 
 class WorkVerdict(Base):
@@ -68,3 +78,8 @@ class WorkVerdict(Base):
     base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
     change: Mapped[float | None] = mapped_column(Float)
     verdict: Mapped[str] = mapped_column(String(20))
+    # The move this counter of this kernel is allowed (its floor, or a multiple of how far it
+    # moved between captures of unchanged code), and how many such pairs of captures showed it
+    # (service.analysis.work); a counter with too few is "learning": shown, no notice.
+    tolerance: Mapped[float | None] = mapped_column(Float)
+    pairs: Mapped[int] = mapped_column(default=0, server_default="0")

@@ -101,6 +101,7 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
     }
     branch = q.branch or ""
     histories = histories_data(session, chosen, repo.name, branch, q.points)
+    _join_redefined(session, histories, repo.name, branch, q.points)
     starts = [h["points"][0]["committed_at"] for h in histories if h["points"]]
     alerts = (
         store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
@@ -125,6 +126,22 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         for a in alerts
     ]  # fmt: skip
     return TrendView(data, lines, histories)
+
+
+def _join_redefined(
+    session: Session, histories: list[dict[str, Any]], repository: str, branch: str, points: int
+) -> None:
+    """A series that took over from another (its workload redefined in place) is drawn as one
+    line with the retired series' points before the takeover, and says where (`redefined`)."""
+    by_id = {h["series"]["id"]: h for h in histories}
+    for new_id, old_id, sha, at in store.redefinitions(session, list(by_id), branch):
+        (before,) = histories_data(session, store.series_rows(session, [old_id]), repository,
+                                   branch, points) or [{"points": []}]  # fmt: skip
+        h = by_id[new_id]
+        earlier = [p for p in before["points"] if p["committed_at"] < at]
+        h["points"] = (earlier + h["points"])[-points:]
+        h["redefined"] = {"from_series": old_id, "params": before.get("series", {}).get("params"),
+                          "commit": sha, "committed_at": at}  # fmt: skip
 
 
 def _data(
@@ -171,6 +188,11 @@ def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool, method: boo
         for aid, sid, sha, at, state, text in alerts
         if sid == s["id"]
     ]
+    if "redefined" in h:
+        r = h["redefined"]
+        was = series_label(s["workload"], r["params"] or {}, s["kernel"])
+        text = f"redefined in place: before, {was}"
+        markers.append(TrendMarker("redefined", r["commit"], r["committed_at"], text))
     points = [
         TrendPoint(
             sha=p["commit"],

@@ -29,7 +29,9 @@ from service.store.ingest import IngestOutcome, ingest
 @dataclass(frozen=True)
 class Arrival:
     outcome: IngestOutcome
-    judged: bool  # judged in the request, by this process: it reports the verdicts itself
+    # The runs judged in the request, by this process, which reports their verdicts itself:
+    # this one first, then those its arrival decided again (a pending verdict it settled).
+    judged: list[str]
 
 
 async def receive(
@@ -50,12 +52,12 @@ async def receive(
             store_runner_document, factory, doc, raw, runner_id, digest
         )
     if not outcome.stored or outcome.pk is None:
-        return Arrival(outcome, judged=False)
+        return Arrival(outcome, judged=[])
     await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if doc.pull_request is not None:  # a branch's own run sets nothing else going
         await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
-    judged = False
+    judged: list[str] = []
     if settings.analyse_in_request:
-        # None: the background worker claimed the run first, and it reports it itself.
-        judged = await run_in_threadpool(analyse_run, factory, outcome.pk) is not None
+        # Empty: the background worker claimed the run first, and it reports it itself.
+        judged = await run_in_threadpool(analyse_run, factory, outcome.pk)
     return Arrival(outcome, judged)

@@ -274,6 +274,15 @@ class NcuKernelIn(Strict):
     kernel: KernelName
     metrics: dict[Annotated[str, StringConstraints(min_length=1, max_length=300)], NcuValueIn]
     findings: list[NcuFindingIn] = Field(default_factory=list, max_length=1000)
+    # What determined the counters (the runner's digest of host, tools, workload and the
+    # kernel's code: runner.profile.reuse) and the commit they were measured at (a reused
+    # entry's is an earlier commit's). Without them (older runners) a counter's noise cannot
+    # be learned, so it raises no work notice (service.analysis.work).
+    determinants: (
+        Annotated[str, StringConstraints(min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$")]
+        | None
+    ) = None
+    profiled_at: Sha | None = None
 
     @model_validator(mode="after")
     def _known_units(self) -> NcuKernelIn:

@@ -81,6 +81,9 @@ class Analysis(BaseModel):
     baseline_results: int
     note: str
     segment: SegmentPublic | None = None
+    # The series this result was compared with where the commit redefined its workload in place
+    # (the same workload, kernels and work under other parameters; that series went missing).
+    redefined_from_series: int | None = None
 
 
 class ChangePointPublic(BaseModel):
@@ -147,14 +150,18 @@ class BuildPublic(BaseModel):
 
 
 class WorkPublic(BaseModel):
-    """A work counter against the previous run: a notice where it changed, never a red commit."""
+    """A work counter against the previous run: a notice where it changed beyond its tolerance
+    (its floor, or a multiple of how far it moved between runs of unchanged code), never a red
+    commit; "learning" while too few such runs have shown it steady (shown, no notice)."""
 
     counter: str
     label: str
     value: float
     base_value: float | None
     change: float | None
-    verdict: Literal["changed", "same", "new"]
+    verdict: Literal["changed", "same", "new", "learning"]
+    tolerance: float | None = None
+    pairs: int = 0  # pairs of runs of unchanged code that showed how far it moves
     note: str
 
 
@@ -253,7 +260,7 @@ class SeriesHistory(BaseModel):
 
 
 class WorkJudged(BaseModel):
-    verdict: Literal["changed", "same", "new"]
+    verdict: Literal["changed", "same", "new", "learning"]
     change: float | None
 
 

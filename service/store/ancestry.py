@@ -105,3 +105,38 @@ def _results_at(session: Session, series_ids: set[int], window: list[int]) -> li
         )
     ).all()
     return [r for r in rows if r.commit_id in wanted]
+
+
+def next_results(
+    session: Session, head: Commit, branch: str, series_ids: list[int]
+) -> dict[int, tuple[int, float]]:
+    """Per series, (result id, median) at the nearest descendant of `head` along `branch` that
+    has one: the run after the head's on its line (the newest run wins at a commit measured
+    twice). A descendant is a later commit whose first-parent ancestry holds the head; where a
+    commit lists no ancestry, the branch's next commit in time stands in."""
+    if not series_ids:
+        return {}
+    rows = session.execute(
+        select(Result.id, Result.series_id, Result.median, Commit.ancestors, Commit.committed_at)
+        .join(Commit, Commit.id == Result.commit_id)
+        .where(
+            among(session, Result.series_id, series_ids),
+            Result.branch == branch,
+            Result.committed_at >= head.committed_at,
+            Result.commit_id != head.id,
+        )
+    ).all()
+    best: dict[int, tuple[tuple[int, float, int], tuple[int, float]]] = {}
+    for rid, sid, median, ancestors, committed_at in rows:
+        if ancestors:
+            if head.sha not in ancestors:
+                continue  # another line: a side branch, or a commit before a force push
+            distance = ancestors.index(head.sha)
+        elif committed_at > head.committed_at:
+            distance = MAX_ANCESTRY
+        else:
+            continue
+        rank = (distance, committed_at.timestamp(), -rid)
+        if sid not in best or rank < best[sid][0]:
+            best[sid] = (rank, (rid, median))
+    return {sid: chosen for sid, (_, chosen) in best.items()}

@@ -87,6 +87,16 @@ def cancel_queued(
     return result.rowcount or 0
 
 
+def cancel_if_queued(session: Session, job_id: int, why: str) -> bool:
+    """Cancel one job if no runner has claimed it yet; whether it was."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state == "queued")
+        .values(state="cancelled", finished_at=utcnow(), failure=why)
+    )
+    return bool(result.rowcount)
+
+
 @dataclass(frozen=True)
 class Claim:
     job: Job

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
@@ -291,3 +291,28 @@ def newest_repository(session: Session) -> str | None:
         .limit(1)
     )
     return name or session.scalar(select(Repository.name).order_by(Repository.name).limit(1))
+
+
+def redefinitions(session: Session, series_ids: list[int], branch: str) -> list[Row[Any]]:
+    """Where a chosen series took over from another on the branch (a workload redefined in
+    place): its id, the retired series' id, and the commit (sha, time) of the takeover."""
+    if not series_ids:
+        return []
+    return list(
+        session.execute(
+            select(
+                Verdict.series_id,
+                Verdict.redefined_from_series_id,
+                Commit.sha,
+                Commit.committed_at,
+            )
+            .join(Run, Run.id == Verdict.run_id)
+            .join(Commit, Commit.id == Run.commit_id)
+            .where(
+                Verdict.series_id.in_(series_ids),
+                Verdict.redefined_from_series_id.is_not(None),
+                Run.branch == branch,
+            )
+            .order_by(Commit.committed_at)
+        ).all()
+    )

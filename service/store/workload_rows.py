@@ -219,6 +219,8 @@ def store_workloads(
                 "kernel": k.kernel,
                 "metrics": {n: _stored_metric(v) for n, v in k.metrics.items()},
                 "findings": [f.model_dump() for f in k.findings],
+                "determinants": k.determinants,
+                "profiled_at": k.profiled_at,
             }
             for i, w in pairs
             if w.ncu

@@ -34,8 +34,8 @@ def wide(count: int, seed: int = 0) -> str:
     return "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(count))
 
 
-FIXED = {"commit.sha", "commit.parents[]", "commit.ancestors[]",
-         "pull_request.merge_base"}  # exactly 40 hex digits  # fmt: skip
+FIXED = {"commit.sha", "commit.parents[]", "commit.ancestors[]", "pull_request.merge_base",
+         "workloads[].ncu.kernels[].profiled_at"}  # exactly 40 hex digits  # fmt: skip
 # A pull request's run is on branch pull/<number>, which the 255-character branch of the
 # document at its maximum is not: these go to their maximum in a document of their own.
 PULL = {"pull_request.base_ref"}
@@ -51,6 +51,7 @@ ASCII = {  # their pattern admits these characters only
     "workloads[].timing.kernel": "k",
     "workloads[].timeline.kernels[].kernel": "k",
     "workloads[].ncu.kernels[].kernel": "k",
+    "workloads[].ncu.kernels[].determinants": "d",  # 64 hex digits
 }
 # Parameters are bounded as a whole (their canonical JSON is part of an index entry): tested apart.
 WHOLE = {"workloads[].params{}", "workloads[].params{}[]"}

@@ -126,6 +126,21 @@ def test_a_pr_is_judged_against_its_merge_base_and_opens_no_alert(
     assert {p["commit"] for p in points} == {sha_for("main-0"), sha_for("main-1")}
 
 
+def test_against_a_merge_base_level_of_one_run_a_prs_change_is_pending(
+    service: tuple[Hook, httpx.Client], engine: Engine
+) -> None:
+    """main-1 alone on main: one run cannot say how far the base's runs wander, and a pull
+    request has no next run on its line to settle it: pending, until main has two."""
+    _, admin = service
+    main = document(commit="main-1", medians={"gemm_bias_act_f32": 100.0})
+    assert admin.post("/api/v1/runs", json=main).status_code == 201
+    head = pr_document("pr-2", "main-1", 112.0, minutes=4, seed=4)
+    assert admin.post("/api/v1/runs", json=head).status_code == 201
+    judged = verdicts(admin, "pr-2", "pull/7")["gemm_bias_act_f32"]
+    assert judged["verdict"] == "pending"
+    assert "the next run of this line settles it" in judged["analysis"]["note"]
+
+
 def test_a_merge_base_without_a_run_is_queued_and_its_run_rejudges_the_pr(
     service: tuple[Hook, httpx.Client], engine: Engine
 ) -> None:
@@ -162,6 +177,16 @@ def test_a_pr_document_on_another_branch_is_refused(service: tuple[Hook, httpx.C
     assert answer.status_code == 422 and "pull/7" in answer.text
 
 
+def post_main(admin: httpx.Client) -> None:
+    """Two runs on main, main-1 the merge base: a level that knows its run-to-run wander (one
+    run would leave the pull request's verdict pending, service.analysis.verdicts)."""
+    for i, label in enumerate(("main-0", "main-1")):
+        doc = document(commit=label, parents=["main-0"] if i else [],
+                       ancestors=["main-0"] if i else [], minutes=i, seed=i,
+                       medians={"gemm_bias_act_f32": 100.0})  # fmt: skip
+        assert admin.post("/api/v1/runs", json=doc).status_code == 201
+
+
 def test_the_prs_status_and_one_comment_updated_in_place(
     settings: Settings, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,13 +204,12 @@ def test_the_prs_status_and_one_comment_updated_in_place(
             live.client(ADMIN_TOKEN) as admin,
         ):
             hook = Hook(client)
-            main = document(commit="main-1", medians={"gemm_bias_act_f32": 100.0})
-            assert admin.post("/api/v1/runs", json=main).status_code == 201
+            post_main(admin)
             assert hook.send(pr_event("opened", head="pr-head", base="main-1"),
                              event="pull_request").status_code == 202  # fmt: skip
             head = pr_document("pr-head", "main-1", 112.0, minutes=4, seed=4)
             assert admin.post("/api/v1/runs", json=head).status_code == 201
-            fake.wait_for(3)  # main-1's status, the head's status, the comment
+            fake.wait_for(4)  # main's two statuses, the head's status, the comment
             comments = [r for r in fake.requests if "/comments" in r.path]
             assert [r.path for r in comments] == ["/repos/acme/kernels/issues/7/comments"]
             body = comments[0].body["body"]
@@ -196,7 +220,7 @@ def test_the_prs_status_and_one_comment_updated_in_place(
                              event="pull_request").status_code == 202  # fmt: skip
             again = pr_document("pr-head-2", "main-1", 100.2, minutes=5, seed=5)
             assert admin.post("/api/v1/runs", json=again).status_code == 201
-            fake.wait_for(5)
+            fake.wait_for(6)
     comments = [r for r in fake.requests if "/comments" in r.path]
     assert [r.path for r in comments] == ["/repos/acme/kernels/issues/7/comments",
                                           "/repos/acme/kernels/issues/comments/1"]  # fmt: skip
@@ -210,8 +234,7 @@ def test_the_pull_requests_page_and_its_json_twin(
 ) -> None:
     hook, admin = service
     assert admin.get("/pulls").status_code == 200 and "No pull request" in admin.get("/pulls").text
-    main = document(commit="main-1", medians={"gemm_bias_act_f32": 100.0})
-    assert admin.post("/api/v1/runs", json=main).status_code == 201
+    post_main(admin)
     hook.send(pr_event("opened", head="pr-head", base="main-1"), event="pull_request")
     assert admin.get("/pulls.json").json()["pulls"][0]["run_id"] is None  # waiting for a runner
     head = pr_document("pr-head", "main-1", 112.0, minutes=4, seed=4)

@@ -75,10 +75,11 @@ async def post_run(
     )
     telemetry.RUNS_INGESTED.labels("stored" if outcome.stored else "duplicate").inc()
     telemetry.INGEST_SECONDS.observe(time.perf_counter() - started)
-    if arrival.judged and github.enabled(settings):
+    if github.enabled(settings):
         # After the answer: the runner never waits on GitHub, nor fails because of it.
-        background.add_task(github.report_run, factory, settings, outcome.run_id)
-        background.add_task(github_comments.report_pull_request, factory, settings, outcome.run_id)
+        for judged in arrival.judged:
+            background.add_task(github.report_run, factory, settings, judged)
+            background.add_task(github_comments.report_pull_request, factory, settings, judged)
     if outcome.stored and outcome.pk is not None:
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()

@@ -288,6 +288,9 @@ esac
     for a, b in zip(first, second, strict=True):
         assert b.ncu["kernels"] == a.ncu["kernels"] and b.ncu["status"] == "ok"
         assert b.ncu["reason"].startswith("reused: profiled at commit aaaaaaaaaaaa")
+        # One measurement, seen twice: the service must not learn a counter's noise from it.
+        assert {k["profiled_at"] for k in b.ncu["kernels"]} == {"a" * 40}
+        assert all(len(k["determinants"]) == 64 for k in b.ncu["kernels"])
 
 
 def export_of(owner: dict[int, int], ids: list[str]) -> str:
@@ -346,6 +349,14 @@ esac
     mix_after = {k["kernel"]: k for k in second[0].ncu["kernels"]}
     assert list(mix_after) == list(mix_before) == ["gemm_bias_relu", "adamw"]
     assert mix_after["adamw"] == mix_before["adamw"]
+    # Each entry says where its counters were measured and what determined them: adamw's code
+    # did not change (the same key, measured at the first commit), gemm_bias_relu's did.
+    assert mix_after["adamw"]["profiled_at"] == "a" * 40
+    assert mix_after["gemm_bias_relu"]["profiled_at"] == "b" * 40
+    gemm_keys = {
+        k["determinants"] for k in (mix_before["gemm_bias_relu"], mix_after["gemm_bias_relu"])
+    }
+    assert len(gemm_keys) == 2
     assert second[0].ncu["reason"].startswith("profiled at this commit: gemm_bias_relu")
     assert "reused from commit aaaaaaaaaaaa" in second[0].ncu["reason"]
     assert second[1].ncu["status"] == "ok" and second[1].ncu["reason"] == ""
@@ -425,3 +436,37 @@ def test_the_worker_names_the_python_files_it_imported_from_the_worktree(
     finally:
         sys.modules.pop("kwpkg.mod", None)
         sys.modules.pop("kwpkg", None)
+
+
+def test_without_reuse_every_entry_is_measured_at_its_commit_under_the_same_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KERNELWATCH_NCU_REUSE=0: every commit profiles again, and the entries of unchanged code
+    carry equal determinants, each measured at its own commit (two measurements to learn a
+    counter's noise from)."""
+    from runner.profile.capture import reuse_for
+
+    monkeypatch.setenv("KERNELWATCH_NCU_REUSE", "0")
+    (tmp_path / "export.csv").write_text(export_of({i: 0 for i in range(9, 19)}, ["gemm[d]"]))
+    body = f"""\
+case "$*" in
+*--import*) cat "{tmp_path / "export.csv"}";;
+*) echo pass >> "{tmp_path / "calls"}"
+   while [ $# -gt 0 ]; do [ "$1" = -o ] && out="$2"; shift; done
+   touch "$out.ncu-rep";;
+esac
+"""
+    monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    repo, build = suite_repository(tmp_path)
+    entries = []
+    for commit in ("a" * 40, "b" * 40):
+        rec = SimpleNamespace(info={"id": "gemm[d]", "tags": []}, ncu=None, timeline=None)
+        reuse = reuse_for(tmp_path / "cache", repo, build, commit, HOST)
+        profiling = profile.Profiling(suite_for(tmp_path), [rec.info], {}, reuse, start=False)
+        profiling.capture([rec], QUIET, lambda line: None, lambda: None)
+        (entry,) = rec.ncu["kernels"]
+        entries.append(entry)
+    assert (tmp_path / "calls").read_text().count("pass") == 2  # nothing reused
+    assert [e["profiled_at"] for e in entries] == ["a" * 40, "b" * 40]
+    assert entries[0]["determinants"] == entries[1]["determinants"]
+    assert not (tmp_path / "cache" / "ncu-profiles").exists()  # nothing kept either

@@ -323,7 +323,9 @@ def test_merge_takes_the_changed_kernels_from_the_fresh_pass() -> None:
     found = Found(TWO, ("kb",), "d" * 40)
     fresh = {"status": "ok", "reason": "", "kernels": [kernel("kb", 5.0)]}
     merged = merge(found, fresh)
-    assert merged is not None and merged["kernels"] == [kernel("ka", 1.0), kernel("kb", 5.0)]
+    # The kept kernel says which commit measured it (the fresh one is stamped by the pass).
+    kept = {**kernel("ka", 1.0), "profiled_at": "d" * 40}
+    assert merged is not None and merged["kernels"] == [kept, kernel("kb", 5.0)]
     assert merged["reason"] == ("profiled at this commit: kb (code changed); 1 other kernel "
                                 "reused from commit dddddddddddd (code unchanged)")  # fmt: skip
     assert merge(found, {"status": "ok", "reason": "", "kernels": [kernel("ka", 9.0)]}) is None

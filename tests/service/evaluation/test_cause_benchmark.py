@@ -71,10 +71,19 @@ def test_every_recorded_cause_is_ranked_first(server: LiveServer) -> None:
     # The uncoalesced case: warps wait on the local/global queue (against the A/A run).
     assert "warps stalled most on: lg throttle 0.26 → 268, long scoreboard" in page
     # Work counters on the H100: the A/A rebuild, measured in other processes, moved none of
-    # them (no false notice); the head's injected work shows exactly.
-    assert len(work["aa"]) == 11 * 4 and all(v["verdict"] == "same" for v in work["aa"].values())
+    # them (no false notice); the head's injected work shows exactly. These captures predate
+    # the runner's determinants, so DRAM bytes read, a counter of what the caches did, cannot
+    # have been shown steady: shown with its change, no notice (service.analysis.work).
+    assert len(work["aa"]) == 11 * 4
+    assert {v["verdict"] for c, v in work["aa"].items() if c[2] != "dram__bytes_read.sum"} == {
+        "same"
+    }
+    assert {v["verdict"] for c, v in work["aa"].items() if c[2] == "dram__bytes_read.sum"} == {
+        "learning"
+    }
     dram = work["head"][("dram", "cause_dram", "dram__bytes_read.sum")]
-    assert dram["verdict"] == "changed" and dram["change"] == pytest.approx(0.5, abs=0.001)
+    assert dram["verdict"] == "learning" and dram["change"] == pytest.approx(0.5, abs=0.001)
+    assert dram["note"].startswith("not yet shown steady on this kernel: 0 of 3 pairs")
     extra = work["head"][("instructions", "cause_instructions", "smsp__inst_executed.sum")]
     # Recorded before the runner sent its labels: the counter goes by ncu's name.
     assert extra["note"] == "smsp__inst_executed.sum +24.7%"

@@ -223,6 +223,19 @@ def test_a_rerun_of_an_older_commit_keeps_later_change_points(client: httpx.Clie
     assert [c["commit"] for c in change_points(client, "k")] == [sha_for("c8")]
 
 
+def test_a_commit_measured_twice_is_its_newest_runs_median(client: httpx.Client) -> None:
+    """c8 was first measured at the old level (a run that missed the change), then again at
+    the new one: the newest run is the commit's point, so the shift starts at c8, not c9."""
+    labels = post_line(client, [{"k": 100.0}] * 9 + [{"k": 110.0}] * 4)
+    assert [c["commit"] for c in change_points(client, "k")] == [sha_for("c9")]
+    again = document(commit="c8", parents=["c7"], ancestors=labels[:8][::-1], minutes=8,
+                     medians={"k": 110.0}, seed=80)  # fmt: skip
+    assert client.post("/api/v1/runs", json=again).status_code == 201
+    (cp,) = change_points(client, "k")
+    assert cp["commit"] == sha_for("c8")
+    assert cp["after_median"] == pytest.approx(110.0, rel=0.003)
+
+
 def test_other_branches_are_kept_apart(client: httpx.Client) -> None:
     labels = post_line(client, [{"k": 100.0}] * 8)
     for i in range(4):  # an experiment branch, 20% slower, forked from the main line

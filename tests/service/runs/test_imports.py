@@ -1,5 +1,6 @@
 """Imports end to end: real Google Benchmark files posted to the API (SQLite and PostgreSQL)
-and given to the `kernelwatch import` command; the second commit's import gets its verdicts."""
+and given to the `kernelwatch import` command; the second commit's import gets its verdicts,
+pending while the level it is compared with has one run, settled by the third."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.service.test_cli import BIN, _env
 
 GBENCH = Path(__file__).parent / "fixtures" / "gbench"
 REPO = "acme/kernels"
-BASE, HEAD = "a" * 40, "b" * 40
+BASE, HEAD, NEXT = "a" * 40, "b" * 40, "c" * 40
 
 
 def post(client: Any, name: str, commit: str, when: str, query: dict | None = None):
@@ -47,6 +48,12 @@ def test_a_second_import_gets_verdicts_against_the_first(
         assert again.status_code == 200 and again.json()["stored"] is False
         second = post(client, "saxpy_slower.json", HEAD, "2026-11-02T10:00:00Z")
         assert second.status_code == 201, second.text
+        pending = saxpy(client.get(f"/api/v1/commits/{HEAD}/metrics").json(), "BM_saxpy/262144")
+        # One run of a level cannot say how far its runs wander: no red commit yet.
+        assert pending["metric"]["verdict"] == "pending"
+        assert "the next run of this line settles it" in pending["metric"]["analysis"]["note"]
+        third = post(client, "saxpy_slower.json", NEXT, "2026-11-03T10:00:00Z")
+        assert third.status_code == 201, third.text
         metrics = client.get(f"/api/v1/commits/{HEAD}/metrics").json()
     slower = saxpy(metrics, "BM_saxpy/262144")
     assert slower["workload"]["workload"] == "BM_saxpy"
@@ -58,7 +65,7 @@ def test_a_second_import_gets_verdicts_against_the_first(
     assert failed and failed[0]["status"] == "failed"
     assert "could not be allocated" in failed[0]["error"]
     with engine.connect() as conn:
-        assert conn.scalar(select(func.count()).select_from(Run)) == 2
+        assert conn.scalar(select(func.count()).select_from(Run)) == 3
 
 
 @pytest.mark.parametrize(
@@ -97,9 +104,11 @@ def test_the_cli_imports_into_the_services_database(tmp_path: Path) -> None:
                        "2026-11-01T10:00:00Z", str(GBENCH / "saxpy_base.json"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "imported 4 results of saxpy_base.json" in done.stdout
-    done = kernelwatch(tmp_path, *common, "--commit", HEAD, "--committed-at",
-                       "2026-11-02T10:00:00Z", str(GBENCH / "saxpy_slower.json"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    for commit, day in ((HEAD, "02"), (NEXT, "03")):
+        when = f"2026-11-{day}T10:00:00Z"
+        done = kernelwatch(tmp_path, *common, "--commit", commit, "--committed-at", when,
+                           str(GBENCH / "saxpy_slower.json"))  # fmt: skip
+        assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "data" / "kernelwatch.db") as conn:
         verdicts = dict(conn.execute(
             "SELECT s.kernel, v.verdict FROM verdicts v JOIN series s ON s.id = v.series_id "
@@ -156,9 +165,11 @@ def test_real_nvbench_files_with_their_sample_files_get_a_verdict(tmp_path: Path
                        "2026-11-01T10:00:00Z", str(NVBENCH_H100 / "base.json"))  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "imported 4 results of base.json" in done.stdout
-    done = kernelwatch(tmp_path, *common, "--commit", HEAD, "--committed-at",
-                       "2026-11-02T10:00:00Z", str(NVBENCH_H100 / "slower.json"))  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    for commit, day in ((HEAD, "02"), (NEXT, "03")):  # the next run settles the head's
+        when = f"2026-11-{day}T10:00:00Z"
+        done = kernelwatch(tmp_path, *common, "--commit", commit, "--committed-at", when,
+                           str(NVBENCH_H100 / "slower.json"))  # fmt: skip
+        assert done.returncode == 0, done.stderr
     with sqlite3.connect(tmp_path / "data" / "kernelwatch.db") as conn:
         rows = conn.execute(
             "SELECT s.params, v.verdict, res.n, res.median FROM verdicts v "
@@ -172,3 +183,32 @@ def test_real_nvbench_files_with_their_sample_files_get_a_verdict(tmp_path: Path
     assert got[("F64", 16777216)][0] == "regressed"
     assert 170 < got[("F32", 16777216)][2] < 190  # us, as nvbench's own table says (179.5)
     assert got[("F32", 65536)][1] == 100_000  # 121,280 samples thinned to what a document holds
+
+
+def test_an_alert_nobody_can_confirm_is_closed_as_fixed_when_the_series_comes_back(
+    server: LiveServer,
+) -> None:
+    """Imported results have no runner to confirm their regression: its alert stays suspected
+    until a later import brings the series back, and then closes as fixed, as an open one
+    would, its confirmation no longer waiting for a runner."""
+    days = {BASE: "01", HEAD: "02", NEXT: "03", "d" * 40: "04"}
+    files = {BASE: "saxpy_base.json", HEAD: "saxpy_slower.json", NEXT: "saxpy_slower.json",
+             "d" * 40: "saxpy_base.json"}  # fmt: skip
+    with server.client(ADMIN_TOKEN) as client:
+        for commit, name in files.items():
+            answer = post(client, name, commit, f"2026-11-{days[commit]}T10:00:00Z")
+            assert answer.status_code == 201, answer.text
+            if commit == NEXT:
+                suspected = client.get("/api/v1/alerts", params={"state": "suspected"}).json()
+                assert suspected and {a["commit"] for a in suspected} == {HEAD}
+        alerts = [client.get(f"/api/v1/alerts/{a['id']}").json()
+                  for a in client.get("/api/v1/alerts").json()
+                  if a["commit"] == HEAD]  # fmt: skip
+        jobs = client.get("/api/v1/jobs", params={"repository": REPO}).json()
+    assert alerts and {(a["state"], a["fixed_by_commit"]) for a in alerts} == {("fixed", "d" * 40)}
+    for alert in alerts:
+        (last,) = alert["events"][-1:]
+        assert (last["from_state"], last["to_state"]) == ("suspected", "fixed")
+        assert f"fixed by {'d' * 12}" in last["note"] and "before any confirmation" in last["note"]
+    confirmations = [j for j in jobs if j["kind"] == "confirm" and j["commit"] == HEAD]
+    assert confirmations and {j["state"] for j in confirmations} == {"cancelled"}
