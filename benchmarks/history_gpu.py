@@ -10,20 +10,25 @@
     python -m benchmarks.history_gpu --truth-only TDIR
 
 A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
-of >= 50 us, four of 10-50 us, four of a few us) gets a history of 14 commits (each ~30 s on the
-H100: with the service's start, one device call of 600 s): a base, two A/A commits (a README
-edit, a comment in the CUDA source), a step that makes nine of the kernels read more bytes
-(1.5-45% more, so that each class has changes below, at and above its detection target; three
-kernels never change), three innocent commits, the fix (the extra reads go), an innocent
-commit, then a second step (other sizes, near the targets), two innocent commits, its fix and
+of >= 50 us, four of 10-50 us, four of a few us; and three whose runs wander, histsuite/wander.py:
+a tiled SGEMM, an SGEMM that spills its registers, an L2-bound kernel behind a large neighbour)
+gets a history of 14 commits: a base, two A/A commits (a README
+edit, a comment in the CUDA source), a step that makes nine of the streaming kernels read more
+bytes (1.5-45% more, so that each class has changes below, at and above its detection target;
+three kernels never change) and makes the tiled SGEMM spill (0.6 -> several ms, after which its
+runs wander), three innocent commits, the fix (the extra reads and the spill go), an innocent
+commit, then a second step (other sizes, near the targets; the spilling SGEMM does 12.5% more
+steps, the L2-bound kernel two more passes of its eight), two innocent commits, its fix and
 one more. Each commit is pushed to a real `kernelwatch serve` (SQLite) through
 the signed webhook, one push at a time; a real `kernelwatch-runner agent` claims the jobs, runs
-the suite (build, correctness, timing in several processes; ncu is left out, it decides
-nothing here), posts the documents, and runs the confirmation the step's suspected regressions
+the suite (build, correctness, timing in several processes, and ncu on every launch of every
+commit: no section reused, so that the work notices of identical code are seen), posts the
+documents, and runs the confirmation the step's suspected regressions
 queue. Then every adjacent pair of commits is measured by an instrument of its own
 (benchmarks/history_truth.py: both builds in one process, interleaved A B / B A, L2 flushed,
 the same timing method), and the table prints, per commit and series, the true change, what
-kernelwatch reported, and its verdict, with the targets of the issue (benchmarks/history_table).
+kernelwatch reported, its verdict and its work notices, with the targets of the issue
+(benchmarks/history_table).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
-from histsuite.workloads import all_workloads  # noqa: E402
+from histsuite.workloads import all_workloads, stream_workloads  # noqa: E402
 
 from benchmarks.history_processes import process_medians  # noqa: E402
 from benchmarks.history_table import Row, render  # noqa: E402
@@ -66,6 +71,13 @@ STEPS = {
     "step2": {1: 0.03, 2: 0.02, 3: 0.025, 5: 0.07, 6: 0.055, 7: 0.09, 9: 0.25, 10: 0.2, 11: 0.35},
 }
 STEP = STEPS["step"]
+# What each commit kind sets in histsuite/cuda/wander.h (the wandering kernels' injections).
+WANDER = {
+    "step": {"TILED_SPILL": 1},
+    "step2": {"SPILL_EXTRA_K": 256, "L2_EXTRA_PASSES": 2},
+}
+WANDER_SERIES = {"TILED_SPILL": "tiled[n=2048]", "SPILL_EXTRA_K": "spill[n=2048]",
+                 "L2_EXTRA_PASSES": "l2[mb=16]"}  # fmt: skip
 # (what the commit does, how): base, aa / innocent (readme or comment), step, fix.
 HISTORY = [
     ("base", "base"),
@@ -99,18 +111,26 @@ def git(repo: Path, *args: str) -> str:
 
 def extra_header(extras: dict[int, float]) -> str:
     lines = ["// Extra floats each workload's kernel reads from its pad buffer (the injection)."]
-    for w in all_workloads():
+    for w in stream_workloads():
         index = w.params["w"]
         floats = round(extras.get(index, 0.0) * 2 * w.n / 4) * 4  # of 8 n bytes: 2 n floats
         lines.append(f"#define EXTRA_W{index} {floats}LL")
     return "\n".join(lines) + "\n"
 
 
+def wander_header(settings: dict[str, int]) -> str:
+    lines = ["// The wandering kernels' injections (benchmarks/history_gpu.py writes this file)."]
+    lines += [f"#define {name} {settings.get(name, 0)}" for name in WANDER_SERIES]
+    return "\n".join(lines) + "\n"
+
+
 def make_repository(repo: Path) -> list[dict[str, Any]]:
-    """The history's commits (oldest first): sha, what it did, and each kernel's extra reads."""
+    """The history's commits (oldest first): sha, what it did, each streaming kernel's extra
+    reads and the wandering kernels' settings (`wander`)."""
     shutil.copytree(SUITE, repo, ignore=shutil.ignore_patterns("__pycache__"))
     git(repo, "init", "-q", "-b", "main")
     extras: dict[int, float] = {}
+    wander: dict[str, int] = {}
     commits = []
     for i, (kind, how) in enumerate(HISTORY):
         if how == "readme":
@@ -122,10 +142,12 @@ def make_repository(repo: Path) -> list[dict[str, Any]]:
         elif how in (*STEPS, "fix"):
             extras = dict(STEPS.get(how, {}))
             (repo / "histsuite" / "cuda" / "extra.h").write_text(extra_header(extras))
+            wander = dict(WANDER.get(how, {}))
+            (repo / "histsuite" / "cuda" / "wander.h").write_text(wander_header(wander))
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "--allow-empty", "-m", f"{kind}: commit {i} ({how})")
         commits.append({"index": i, "sha": git(repo, "rev-parse", "HEAD"), "kind": kind,
-                        "how": how, "extras": dict(extras)})  # fmt: skip
+                        "how": how, "extras": dict(extras), "wander": dict(wander)})  # fmt: skip
     return commits
 
 
@@ -193,8 +215,9 @@ def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -
     env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
            "KERNELWATCH_WEBHOOK_SECRET": SECRET, "KERNELWATCH_ADMIN_TOKEN": ADMIN,
            "KERNELWATCH_DATA_DIR": str(work / "data"),
-           # ncu decides nothing here and costs most of a run: the runner says it is absent.
-           "KERNELWATCH_NCU": str(work / "no-ncu")}  # fmt: skip
+           # Every launch profiled at every commit: a reused section would hide how much a
+           # counter of identical code moves from run to run (the work notices).
+           "KERNELWATCH_NCU_REUSE": "0"}  # fmt: skip
     py = sys.executable
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -229,10 +252,14 @@ def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -
                 reported[commit["sha"]] = client.get(
                     f"/api/v1/commits/{commit['sha']}/metrics"
                 ).json()
+        # What each commit says at the end: a verdict pending when its commit was pushed (a
+        # level of one run) is settled by the next run.
+        at_push = reported
+        reported = {sha: client.get(f"/api/v1/commits/{sha}/metrics").json() for sha in at_push}
         alerts = [client.get(f"/api/v1/alerts/{a['id']}").json()
                   for a in client.get("/api/v1/alerts").json()]  # fmt: skip
         jobs = client.get("/api/v1/jobs", params={"repository": REPOSITORY}).json()
-    return {"reported": reported, "alerts": alerts, "jobs": jobs}
+    return {"reported": reported, "at_push": at_push, "alerts": alerts, "jobs": jobs}
 
 
 def _wait(ready: Any, timeout: float) -> None:
@@ -252,7 +279,8 @@ def measure_truth(work: Path, commits: list[dict[str, Any]]) -> dict[str, Any]:
     for commit in commits:
         tree = work / "truth" / commit["sha"][:12]
         git(work / "repo", "worktree", "add", "-q", "--detach", str(tree), commit["sha"])
-        source = (tree / "histsuite" / "cuda" / "extra.h").read_text()
+        source = "".join((tree / "histsuite" / "cuda" / h).read_text()
+                         for h in ("extra.h", "wander.h"))  # fmt: skip
         name = hashlib.sha1(source.encode()).hexdigest()[:10]  # one build per distinct kernel
         if name not in builds:
             out = work / "truth" / f"build-{name}"
@@ -270,11 +298,26 @@ def measure_truth(work: Path, commits: list[dict[str, Any]]) -> dict[str, Any]:
     return {commits[i]["sha"]: measured[f"{a}..{b}"] for i, (a, b) in enumerate(pairs, start=1)}
 
 
+def _duration_class(median_us: float) -> str:
+    return "long" if median_us >= 50 else "mid" if median_us >= 10 else "short"
+
+
+def _setting(commit: dict[str, Any], w: Any) -> float:
+    """What the commit set for workload `w`: its extra reads, or its wander.h setting."""
+    if w.name == "stream":
+        extras = commit["extras"]
+        return extras.get(str(w.params["w"]), extras.get(w.params["w"], 0.0))
+    name = next(k for k, wid in WANDER_SERIES.items() if wid == w.id)
+    return commit.get("wander", {}).get(name, 0)
+
+
 def rows(saved: dict[str, Any]) -> list[Row]:
     workloads = {w.id: w for w in all_workloads()}
+    by_params = {(w.name, json.dumps(w.params, sort_keys=True)): w.id for w in workloads.values()}
     out = []
     changed_before: set[str] = set()
     previous: dict[str, float] = {}
+    classes: dict[str, str] = {}
     for commit in saved["commits"]:
         metrics = saved["reported"].get(commit["sha"])
         if metrics is None:
@@ -282,27 +325,50 @@ def rows(saved: dict[str, Any]) -> list[Row]:
         truth = saved.get("truth", {}).get(commit["sha"]) or saved.get("truth_by_index", {}).get(
             str(commit["index"]), {}
         )
-        series = {}
-        for w in metrics["workloads"]:
+        series: dict[str, dict[str, Any]] = {}
+        notices: dict[str, list[str]] = {}
+        first: dict[str, str] = {}  # the verdict when the commit was pushed, where it differs
+        for w in saved.get("at_push", {}).get(commit["sha"], {}).get("workloads", []):
+            wid = by_params.get((w["workload"], json.dumps(w["params"], sort_keys=True)))
             for k in w["kernels"]:
                 for m in k["metrics"]:
-                    series[f"stream[cls={w['params']['cls']},w={w['params']['w']}]"] = m
+                    if wid is not None and m.get("verdict"):
+                        first[wid] = m["verdict"]
+        for w in metrics["workloads"]:
+            wid = by_params.get((w["workload"], json.dumps(w["params"], sort_keys=True)))
+            if wid is None:
+                continue
+            for k in w["kernels"]:
+                for m in k["metrics"]:
+                    series[wid] = m
+                notices.setdefault(wid, []).extend(
+                    f"{k['kernel']} {n['note']}"
+                    for n in k.get("work", [])
+                    if n["verdict"] == "changed"
+                )
         for wid, w in workloads.items():
-            index = w.params["w"]
-            extra = commit["extras"].get(str(index), commit["extras"].get(index, 0.0))
-            changed = commit["index"] > 0 and extra != previous.get(wid, 0.0)
+            setting = _setting(commit, w)
+            changed = commit["index"] > 0 and setting != previous.get(wid, 0)
             m, true = series.get(wid, {}), truth.get(wid, {})
+            if not m and wid not in classes:
+                continue  # not measured yet (or never, in a history saved before it existed)
+            if wid not in classes:
+                classes[wid] = (w.params.get("cls") if w.name == "stream"
+                                else _duration_class(m["statistics"]["median"]))  # fmt: skip
             spread = true.get("placement_changes")
             out.append(Row(
-                commit=commit["index"], kind=commit["kind"], series=wid, cls=w.params["cls"],
-                changed=changed, after_shift=wid in changed_before and not changed,
+                commit=commit["index"], kind=commit["kind"], series=wid,
+                cls=classes.get(wid, "long"), changed=changed,
+                after_shift=wid in changed_before and not changed,
                 truth=true.get("change"), reported=m.get("change"), verdict=m.get("verdict"),
                 truth_se=float(np.std(spread, ddof=1) / np.sqrt(len(spread)))
                 if spread and len(spread) > 1 else None,
+                notices=tuple(notices.get(wid, [])), wanders=w.name != "stream",
+                first=first.get(wid) if first.get(wid) != m.get("verdict") else None,
             ))  # fmt: skip
             if changed:
                 changed_before.add(wid)
-            previous[wid] = extra
+            previous[wid] = setting
     return out
 
 
@@ -322,6 +388,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--truth", type=Path, help="with --table: the truth from a --truth-only run instead"
     )
+    p.add_argument(
+        "--upto", type=int, help="with --truth-only: the first UPTO commits (those a run measured)"
+    )
     p.add_argument("--budget", type=float, default=560.0, help="wall seconds for the history")
     p.add_argument(
         "--skip-truth",
@@ -335,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         args.work.mkdir(parents=True)
         commits = make_repository(args.work / "repo")
         started = time.monotonic()
-        by_sha = measure_truth(args.work, commits)
+        by_sha = measure_truth(args.work, commits[: args.upto])
         args.truth_only.mkdir(parents=True, exist_ok=True)
         by_index = {str(c["index"]): by_sha[c["sha"]] for c in commits if c["sha"] in by_sha}
         (args.truth_only / "truth.json").write_text(json.dumps({"truth_by_index": by_index}))

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 TARGETS = {"long": 0.02, "mid": 0.05, "short": 0.10}  # recall >= 95% at these true changes
+# Series whose runs wander (a spilling or L2-bound kernel) are held to no class target: what
+# they must catch is a change well above their wander.
+WANDER_TARGET = 0.10
 RECALL = 0.95
 ACCURACY_PP = 0.02  # reported change within 2 percentage points of the truth ...
 ACCURACY_UP_TO = 0.50  # ... for true changes up to 50%
@@ -31,6 +34,10 @@ class Row:
     # How well the instrument knows the truth: the standard error of the change from its
     # processes' own changes (each over its placements).
     truth_se: float | None = None
+    notices: tuple[str, ...] = ()  # the work notices of the series' kernels at the commit
+    wanders: bool = False  # a kernel whose runs wander (histsuite/wander.py)
+    first: str | None = None  # the verdict when the commit was pushed, where the next run
+    # settled it otherwise (a pending verdict on a level of one run)
 
     @property
     def error(self) -> float | None:
@@ -49,30 +56,54 @@ class Score:
     within: int
     worst: Row | None
     accuracy: dict[str, tuple[int, int]]  # class -> (within 2 pp, compared)
-    recall: dict[str, tuple[int, int]]  # class -> (caught, due)
+    recall: dict[str, tuple[int, int]]  # class (or "wander") -> (caught, due)
+    false_notices: int = 0  # work notices on series whose kernel the commit did not change
+    wander_accuracy: tuple[int, int] = (0, 0)  # wandering kernels: (within 2 pp, compared)
 
     def passed(self) -> dict[str, bool]:
         return {
-            "no false regression after a shift": self.false_after_shift == 0,
+            "no false verdict after a shift": self.false_after_shift == 0,
             "false regressions <= 1 per 100 innocent series-commits": self.false_regressions
             <= FALSE_RATE * self.innocent,
-            "reported within 2 pp of the truth (|truth| <= 50%)": self.within == self.compared,
+            "reported within 2 pp of the truth (|truth| <= 50%, steady kernels)": self.within
+            == self.compared,
+            "no work notice on an innocent series-commit": self.false_notices == 0,
             **{
-                f"recall >= 95% at >= {TARGETS[c]:.0%} ({c})": due > 0 and caught >= RECALL * due
+                f"recall >= 95% at >= {_target(c):.0%} ({c})": due > 0 and caught >= RECALL * due
                 for c, (caught, due) in self.recall.items()
             },
         }
 
 
+def _target(cls: str) -> float:
+    return WANDER_TARGET if cls == "wander" else TARGETS[cls]
+
+
 def score(rows: list[Row]) -> Score:
     innocent = [r for r in rows if not r.changed and r.commit > 0]
     regressed = [r for r in innocent if r.verdict == "regressed"]
-    compared = [r for r in rows if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO]
+    # A kernel whose runs wander is reported one run's median off by its wander: held to no 2 pp
+    # (wander_accuracy says how close it came).
+    compared = [
+        r
+        for r in rows
+        if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO and not r.wanders
+    ]
+    wandering = [
+        r for r in rows if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO and r.wanders
+    ]
     within = [r for r in compared if abs(r.error or 0) <= ACCURACY_PP]
     worst = max(compared, key=lambda r: abs(r.error or 0), default=None)
     recall: dict[str, tuple[int, int]] = {}
-    for cls, target in TARGETS.items():
-        due = [r for r in rows if r.cls == cls and r.truth is not None and abs(r.truth) >= target]
+    groups = [*TARGETS, "wander"] if any(r.wanders for r in rows) else list(TARGETS)
+    for cls in groups:
+        due = [
+            r
+            for r in rows
+            if (r.wanders if cls == "wander" else r.cls == cls and not r.wanders)
+            and r.truth is not None
+            and abs(r.truth) >= _target(cls)
+        ]
         caught = [
             r
             for r in due
@@ -84,10 +115,14 @@ def score(rows: list[Row]) -> Score:
         for cls in TARGETS
     }
     return Score(
+        false_notices=sum(len(r.notices) for r in innocent),
+        wander_accuracy=(sum(abs(r.error or 0) <= ACCURACY_PP for r in wandering), len(wandering)),
         accuracy=accuracy,
         innocent=len(innocent),
         false_regressions=len(regressed),
-        false_after_shift=sum(r.after_shift for r in regressed),
+        false_after_shift=sum(
+            r.after_shift for r in innocent if r.verdict in ("regressed", "improved")
+        ),
         false_improvements=sum(r.verdict == "improved" for r in innocent),
         compared=len(compared),
         within=len(within),
@@ -103,8 +138,8 @@ def _pct(x: float | None) -> str:
 def render(rows: list[Row]) -> str:
     lines = [
         "| commit | what | series | class | truth (A/B) | ± truth (se) | kernelwatch | error (pp) "
-        "| verdict |",
-        "|---:|---|---|---|--:|--:|--:|--:|---|",
+        "| verdict | work notices |",
+        "|---:|---|---|---|--:|--:|--:|--:|---|---|",
     ]
     for r in rows:
         error = "" if r.error is None else f"{r.error * 100:+.2f}"
@@ -112,13 +147,15 @@ def render(rows: list[Row]) -> str:
         lines.append(
             f"| {r.commit} | {r.kind} | {r.series}{mark} | {r.cls} | {_pct(r.truth)} | "
             f"{'' if r.truth_se is None else f'{r.truth_se:.2%}'} | {_pct(r.reported)} | "
-            f"{error} | {r.verdict or ''} |"
+            f"{error} | {f'{r.first} → ' if r.first else ''}{r.verdict or ''} | "
+            f"{'; '.join(r.notices)} |"
         )
     s = score(rows)
     lines.append("")
     lines.append(
         f"innocent series-commits: {s.innocent}; false regressions {s.false_regressions} "
-        f"({s.false_after_shift} after a shift), false improvements {s.false_improvements}"
+        f"({s.false_after_shift} after a shift), false improvements {s.false_improvements}, "
+        f"work notices {s.false_notices}"
     )
     worst = (
         f"; worst {s.worst.series} at commit {s.worst.commit}: {_pct(s.worst.reported)} vs "
@@ -130,8 +167,11 @@ def render(rows: list[Row]) -> str:
     lines.append(
         "  by class: " + ", ".join(f"{cls} {good} of {n}" for cls, (good, n) in s.accuracy.items())
     )
+    if s.wander_accuracy[1]:
+        good, n = s.wander_accuracy
+        lines.append(f"  kernels whose runs wander (not held to it): {good} of {n}")
     for cls, (caught, due) in s.recall.items():
-        lines.append(f"recall {cls} (|truth| >= {TARGETS[cls]:.0%}): {caught} of {due}")
+        lines.append(f"recall {cls} (|truth| >= {_target(cls):.0%}): {caught} of {due}")
     for name, ok in s.passed().items():
         lines.append(f"{'PASS' if ok else 'FAIL'} {name}")
     return "\n".join(lines)

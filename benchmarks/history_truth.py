@@ -7,15 +7,16 @@ not the runner's timers.
 
     python -m benchmarks.history_truth PAIRS.json OUT.json
 
-PAIRS.json: {"builds": {"name": "dir with stream.cubin", ...}, "pairs": [[base, head], ...]}.
+PAIRS.json: {"builds": {"name": "build dir (stream.cubin, wander.cubin)", ...},
+"pairs": [[base, head], ...]}.
 OUT.json: per pair, per workload id: base and head times (us), the mean change, and the change
 in each process (how well the instrument knows it). GPU host only (CuPy, cupti-python).
 """
 
 from __future__ import annotations
 
-import functools
 import json
+import os
 import subprocess
 import sys
 import time
@@ -27,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
-from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noqa: E402
+from histsuite.workloads import all_workloads  # noqa: E402
 
 # Where a short kernel's buffers sit moves it, and moves one variant more than the other: on
 # the H100 45% more bytes read cost a ~4 us kernel +29% to +48% by placement (sd 6 points;
@@ -38,6 +39,10 @@ from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noq
 # random size, and the truth is taken over all of them.
 PROCESSES = 4
 PLACEMENTS = 16  # per process and workload, each behind a random filler
+# A launch of milliseconds is not moved by where its buffers sit the way a short one is, and
+# 16 placements of it cost seconds a pair: it gets a few.
+LONG_PLACEMENTS = 2
+LONG_FLOPS = 1e10  # a workload doing more is a long launch (the SGEMMs of histsuite/wander.py)
 FILLER_MAX_BYTES = 192 << 20
 ROUNDS = 2  # per placement: A B, B A
 SAMPLES = 8  # per side and round
@@ -86,8 +91,9 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
             flush_buffer.data.ptr, 0, FLUSH_BYTES, cp.cuda.get_current_stream().ptr
         )
 
+    cubins = {w.cubin for w in all_workloads()}
     modules = {
-        name: cp.RawModule(path=str(Path(folder) / CUBIN))
+        name: {c: cp.RawModule(path=str(Path(folder) / c)) for c in cubins}
         for name, folder in pairs["builds"].items()
     }
     cupti = Kernels()
@@ -108,33 +114,27 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
             for w in all_workloads()
         }
         out[f"{base}..{head}"] = rows
-        changes = ", ".join(f"{wid[7:-1]} {r['change']:+.2%}" for wid, r in rows.items())
+        changes = ", ".join(f"{wid} {r['change']:+.2%}" for wid, r in rows.items())
         print(f"truth {base[:10]}..{head[:10]}: {changes}", flush=True)
     return out
 
 
 def _interleaved(
-    w: Any, base: Any, head: Any, cupti: Kernels, flush: Any, events_us: Any, cp: Any
+    w: Any, base: dict, head: dict, cupti: Kernels, flush: Any, events_us: Any, cp: Any
 ) -> dict[str, Any]:
-    """One workload, base and head kernels on the same buffers, A B / B A, on PLACEMENTS
+    """One workload, base and head kernels on the same buffers, A B / B A, on several
     placements of fresh buffers, each behind a filler of a random size."""
-    kernels = {"base": base.get_function(w.kernels[0]), "head": head.get_function(w.kernels[0])}
-    blocks = min(MAX_BLOCKS, (w.n // 4 + THREADS - 1) // THREADS)
     rng = np.random.default_rng()
     taken: dict[str, list[float]] = {"base": [], "head": []}
     pool, held = cp.get_default_memory_pool(), []
-    for _ in range(PLACEMENTS):
+    placements = LONG_PLACEMENTS if (w.flops or 0) >= LONG_FLOPS else PLACEMENTS
+    for _ in range(placements):
         pool.free_all_blocks()  # fresh pages, not the chunks earlier workloads left cached
         filler = cp.empty(int(rng.integers(1, FILLER_MAX_BYTES >> 16)) << 16, dtype=cp.uint8)
-        x = cp.random.RandomState(1).standard_normal(w.n, dtype=cp.float32)
-        pad = cp.zeros(w.n, dtype=cp.float32)
-        y = cp.empty(w.n, dtype=cp.float32)
-        held.append((filler, x, pad, y))  # until the last placement: the next ones go elsewhere
-        args = (x, pad, y, np.int64(w.n // 4))
-        launch = {
-            side: functools.partial(kernel, (blocks,), (THREADS,), args)
-            for side, kernel in kernels.items()
-        }
+        instance = w.prepare(1)
+        held.append((filler, instance))  # until the last placement: the next ones go elsewhere
+        launch = {"base": instance.launcher(base[w.cubin]),
+                  "head": instance.launcher(head[w.cubin])}  # fmt: skip
 
         def sample(side: str, launch: dict[str, Any] = launch) -> float:
             if w.timing_method == "cupti":
@@ -149,6 +149,8 @@ def _interleaved(
             order = ("base", "head") if r % 2 == 0 else ("head", "base")
             for side in order:
                 taken[side] += [round(sample(side), 4) for _ in range(SAMPLES)]
+    for _, instance in held:
+        instance.close()
     del held
     pool.free_all_blocks()
     b, h = float(np.median(taken["base"])), float(np.median(taken["head"]))
@@ -190,7 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(measure(json.loads(spec.read_text()))))
         return 0
     runs = []
+    # A device session's limit: the processes that fit in it (at least one) make the truth.
+    budget = float(os.environ.get("KERNELWATCH_TRUTH_SECONDS", "inf"))
     for i in range(PROCESSES):
+        spent = time.monotonic() - started
+        if i and spent + spent / i > budget:
+            print(f"truth: {i} of {PROCESSES} processes fit in {budget:g} s", flush=True)
+            break
         part = out.with_suffix(f".{i}.json")
         subprocess.run([sys.executable, "-m", "benchmarks.history_truth", str(spec), str(part),
                         "--one"], cwd=ROOT, check=True)  # fmt: skip

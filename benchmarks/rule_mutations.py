@@ -3,8 +3,9 @@
     python -m benchmarks.rule_mutations [--postgres URL]
 
 For every mutation, a copy of the tree gets the one-line change and runs the test file that pins
-the rule (tests/service/test_rules.py, test_history.py); the table says whether it failed, as
-it must. Exit status 1 when a broken rule went unnoticed.
+the rule (tests/service/test_rules.py, test_history.py, test_wander_history.py, the tests of
+service.analysis and of the replayed H200 history); the table says whether it failed, as it
+must. Exit status 1 when a broken rule went unnoticed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTATIONS = [
     (
         "a commit measured twice: the newer run is compared",
-        "service/evaluation/baseline.py",
+        "service/store/ancestry.py",
         "key=lambda r: (position[r[2]], -r[0])",
         "key=lambda r: (position[r[2]], r[0])",
         "tests/service/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
@@ -66,6 +67,90 @@ MUTATIONS = [
         "        timing.method,\n    ]",
         "    ]",
         "tests/service/test_method_series.py",
+    ),
+    (
+        "p-values are corrected for the run's number of series (Benjamini-Hochberg)",
+        "service/analysis/verdicts.py",
+        'q_values = false_discovery_control([c.p_value for c in comparisons], method="bh")',
+        "q_values = [c.p_value for c in comparisons]",
+        "tests/service/analysis/test_wander.py::test_benjamini_hochberg_holds_a_lone_p_value_of_"
+        "a_large_run_to_its_rank",
+    ),
+    (
+        "a verdict's false-discovery rate is 1%",
+        "service/analysis/verdicts.py",
+        "Q = 0.01",
+        "Q = 0.05",
+        "tests/service/analysis/test_wander.py::test_q_is_one_percent",
+    ),
+    (
+        "a commit measured twice: its newest run is its point in the change points",
+        "service/evaluation/changepoints.py",
+        "        if cid in position:\n            newest[sid, cid] = median",
+        "        if cid in position and (sid, cid) not in newest:\n"
+        "            newest[sid, cid] = median",
+        "tests/service/evaluation/test_changepoints.py::test_a_commit_measured_twice_is_its_"
+        "newest_runs_median",
+    ),
+    (
+        "the timing process, not the sample, is the unit of the test",
+        "service/analysis/verdicts.py",
+        "tests[i] = (level, wander.test(head, base, level) if testable else None)",
+        "tests[i] = (level, None)",
+        "tests/service/test_wander_history.py",
+    ),
+    (
+        "a change on a level of one run is pending until the next run",
+        "service/analysis/verdicts.py",
+        "        elif not c.young:",
+        "        elif True:",
+        "tests/service/test_wander_history.py",
+    ),
+    (
+        "a young level's floor is what its processes and the series' history imply",
+        "service/analysis/verdicts.py",
+        "            NOISE_MULTIPLE * level.run_spread,\n",
+        "",
+        "tests/service/analysis/test_wander.py::test_a_young_levels_floor_is_what_its_processes_"
+        "imply",
+    ),
+    (
+        "a run the next one showed off its level stays out of the level's baseline",
+        "service/evaluation/baseline.py",
+        "kept = [r for r in level if r[0] not in outliers] or level",
+        "kept = level",
+        "tests/service/test_wander_history.py",
+    ),
+    (
+        "a counter of what the caches did raises no notice until shown steady",
+        "service/analysis/work.py",
+        "return self.pairs >= MIN_PAIRS or self.counter in EXACT",
+        "return True",
+        "tests/benchmarks/test_history_replay.py",
+    ),
+    (
+        "a counter's noise is learned only from two measurements of unchanged code",
+        "service/analysis/work.py",
+        "if before is None or not capture.profiled_at or capture.profiled_at == "
+        "before.profiled_at:",
+        "if before is None:",
+        "tests/service/evaluation/test_work_counters.py::test_the_counters_of_what_the_caches_did_"
+        "are_learning_until_shown_steady",
+    ),
+    (
+        "a workload redefined in place is judged against the series it retired",
+        "service/evaluation/evaluate.py",
+        "redefined = redefinitions.redefined(session, run.id, previous, started, measured)",
+        "redefined: dict = {}",
+        "tests/service/test_redefined_workload.py",
+    ),
+    (
+        "an alert nobody can confirm closes as fixed when its series comes back",
+        "service/evaluation/alerts.py",
+        '        why += "; before any confirmation"',
+        "        return",
+        "tests/service/runs/test_imports.py::test_an_alert_nobody_can_confirm_is_closed_as_fixed_"
+        "when_the_series_comes_back",
     ),
 ]
 

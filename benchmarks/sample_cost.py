@@ -40,7 +40,7 @@ def clocked(step: Callable[[], object], count: int) -> tuple[float, float]:
 def measure(count: int) -> list[tuple[str, float, float]]:
     sys.path.insert(0, str(SUITE))
     import cupy as cp
-    from histsuite.workloads import all_workloads
+    from histsuite.workloads import stream_workloads as all_workloads
 
     from runner.host import gpuinfo
     from runner.measure import sampling

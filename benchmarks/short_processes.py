@@ -58,7 +58,7 @@ def child(variant: str) -> dict[str, Any]:
     """One process of `variant`: per short workload, each pass's median and round medians."""
     sys.path.insert(0, str(SUITE))
     import cupy as cp
-    from histsuite.workloads import all_workloads
+    from histsuite.workloads import stream_workloads as all_workloads
 
     from runner.host import gpuinfo
     from runner.measure import sampling

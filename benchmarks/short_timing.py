@@ -52,7 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
-from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS, all_workloads  # noqa: E402
+from histsuite.workloads import CUBIN, MAX_BLOCKS, THREADS  # noqa: E402
+from histsuite.workloads import stream_workloads as all_workloads  # noqa: E402
 
 from benchmarks.history_gpu import STEP, extra_header  # noqa: E402
 

@@ -5,7 +5,9 @@
 This is the CPU harness: it runs the service's real analysis (`service.analysis.verdicts`:
 Mann-Whitney U, Benjamini-Hochberg across a run's series, duration-class and noise floors) on
 samples drawn from a noise model of each duration class, the way the runner produces them
-(3 processes, a process-level offset, sample scatter, 8 baseline runs). The model's figures are
+(6 processes, as the runner times a launch of up to 2 ms: twice the suite's 3; a process-level
+offset, sample scatter, 8 baseline runs). The test's unit is the process (its median), so the
+number of processes, not of samples, is what gives it its power. The model's figures are
 the process-to-process spreads measured on an H100 (DESIGN.md: 0.07-0.1% for kernels of 80 us
 and more with the L2 flushed, 2-4% for 8 us kernels). The H100 version of this harness runs
 injected slowdowns (kernels made to do more work) through the real runner instead.
@@ -45,7 +47,7 @@ CLASSES = (
 )
 MAGNITUDES = (0.01, 0.02, 0.03, 0.05, 0.10)
 BASELINE_RUNS = 8
-PROCESSES = 3
+PROCESSES = 6  # runner.run.pipeline: 2 x the suite's 3 for launches of up to 2 ms
 SERIES_PER_RUN = 30  # BH corrects across a run's series, as at ingest
 INJECTED_EACH = 3  # series per magnitude in a run; the other series are A/A
 
@@ -65,7 +67,9 @@ def one_run(rng: np.random.Generator, c: NoiseClass, slowdowns: list[float]) -> 
     comparisons: list[Comparison] = []
     for key, slowdown in enumerate(slowdowns):
         baseline = [run_samples(rng, c, 0.0) for _ in range(BASELINE_RUNS)]
-        result = compare(key, run_samples(rng, c, slowdown), baseline)
+        counts = [c.samples] * PROCESSES  # samples per process: the test's units are processes
+        result = compare(key, run_samples(rng, c, slowdown), baseline, head_counts=counts,
+                         baseline_counts=[counts] * BASELINE_RUNS)  # fmt: skip
         assert result is not None
         comparisons.append(result)
     return [d.verdict for d in decide(comparisons)]

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "history_suite"))
 
-from histsuite.workloads import all_workloads  # noqa: E402
+from histsuite.workloads import stream_workloads as all_workloads  # noqa: E402
 
 COUNTERS = (
     "smsp__inst_executed.sum",

@@ -1,4 +1,5 @@
-"""nvcc: histsuite/cuda/stream.cu -> BUILD_DIR/stream.cubin, ptxas's report in the log.
+"""nvcc: histsuite/cuda/{stream,wander}.cu -> BUILD_DIR/{stream,wander}.cubin, ptxas's report in
+the log.
 
 python -m histsuite.build --out BUILD_DIR [--arch sm_90]
 """
@@ -12,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-SOURCE = Path(__file__).resolve().parent / "cuda" / "stream.cu"
+CUDA = Path(__file__).resolve().parent / "cuda"
 CUBIN = "stream.cubin"
+SOURCES = {CUBIN: CUDA / "stream.cu", "wander.cubin": CUDA / "wander.cu"}
 
 
 def nvcc() -> str:
@@ -33,16 +35,19 @@ def device_arch() -> str:
         return "sm_90"
 
 
-def build(out: Path, arch: str | None = None) -> Path:
+def build(out: Path, arch: str | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    target = out / CUBIN
-    cmd = [nvcc(), "-cubin", f"-arch={arch or device_arch()}", "-O3", "-Xptxas", "-v"]
-    cmd += ["-o", str(target), str(SOURCE)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    sys.stdout.write(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise SystemExit(f"nvcc failed ({done.returncode})")
-    return target
+    arch = arch or device_arch()
+    written = []
+    for name, source in SOURCES.items():
+        cmd = [nvcc(), "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v"]
+        cmd += ["-o", str(out / name), str(source)]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        sys.stdout.write(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise SystemExit(f"nvcc failed on {source.name} ({done.returncode})")
+        written.append(out / name)
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=os.environ.get("KERNELWATCH_BUILD_DIR", "build"))
     parser.add_argument("--arch")
     args = parser.parse_args(argv)
-    print(f"wrote {build(Path(args.out), args.arch)}")
+    for path in build(Path(args.out), args.arch):
+        print(f"wrote {path}")
     return 0
 
 

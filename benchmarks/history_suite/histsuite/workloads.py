@@ -1,4 +1,5 @@
-"""The suite's workloads: per duration class, streaming kernels of one size each.
+"""The suite's workloads: per duration class, streaming kernels of one size each, and three
+kernels whose runs wander (histsuite/wander.py).
 
 Workload i launches kernel `hist_w{i}` on `n` floats; what its commits change is how many more
 bytes the kernel reads (histsuite/cuda/extra.h). The parameters never change, so each workload
@@ -8,7 +9,9 @@ those of a few microseconds with CUPTI's kernel records: declared here, never me
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +51,20 @@ class Instance:
         self.x = cupy.random.RandomState(seed).standard_normal(n, dtype=cupy.float32)
         self.pad = cupy.zeros(n, dtype=cupy.float32)  # zeros: more bytes, the same result
         self.y = cupy.empty(n, dtype=cupy.float32)
-        self.kernel = _kernel(workload.kernels[0])
+        self.kernel: Any = None  # the runner's build, loaded at the first launch
         self.blocks = min(MAX_BLOCKS, (n // 4 + THREADS - 1) // THREADS)
 
     def launch(self) -> None:
+        if self.kernel is None:
+            self.kernel = _kernel(self.w.kernels[0])
         args = (self.x, self.pad, self.y, np.int64(self.w.n // 4))
         self.kernel((self.blocks,), (THREADS,), args)
+
+    def launcher(self, module: Any) -> Callable[[], None]:
+        """This instance's launch of the kernel as `module` (another build's cubin) has it."""
+        kernel = module.get_function(self.w.kernels[0])
+        args = (self.x, self.pad, self.y, np.int64(self.w.n // 4))
+        return functools.partial(kernel, (self.blocks,), (THREADS,), args)
 
     def poison(self) -> None:
         self.y.fill(float("nan"))
@@ -72,6 +83,7 @@ class Instance:
 
 
 class Stream:
+    cubin = CUBIN
     precision = "fp32"
     tolerance = 1e-6
 
@@ -89,5 +101,12 @@ class Stream:
         return Instance(self, seed)
 
 
-def all_workloads() -> list[Stream]:
+def stream_workloads() -> list[Stream]:
+    """The streaming kernels alone (the benchmarks of short launches time these)."""
     return [Stream(i, cls) for i, cls in enumerate(LAYOUT)]
+
+
+def all_workloads() -> list[Any]:
+    from histsuite.wander import wander_workloads
+
+    return [*stream_workloads(), *wander_workloads()]
