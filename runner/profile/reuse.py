@@ -222,6 +222,7 @@ class ProfileReuse:
         self.root = cache / "ncu-profiles"
         self.commit = commit
         self.keep = keep  # look up and store sections; without, only `stamp` the document's
+        self._code_key: str | None = None
         files = tracked_files(worktree)
         self.code = {p: blob for p, blob in files.items()
                      if not is_native(p) and not is_prose(p)}  # fmt: skip
@@ -338,11 +339,12 @@ class ProfileReuse:
         section was profiled at)."""
         if not section.get("kernels"):
             return section
-        code = self.code_of(None)
+        if self._code_key is None:  # the commit's code: one digest for every kernel's key
+            self._code_key = _digest(self.code_of(None))
         kernels = []
         for entry in section["kernels"]:
             own = dependencies([entry["kernel"]], self.outputs, self.native)
-            key = {"context": self.context, "workload": info, "code": code, "kernel": own}
+            key = {"context": self.context, "workload": info, "code": self._code_key, "kernel": own}
             kernels.append({**entry, "determinants": _digest(key),
                             "profiled_at": entry.get("profiled_at") or profiled_at})  # fmt: skip
         return {**section, "kernels": kernels}

@@ -164,7 +164,7 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         for i, c in enumerate(candidates)
         if pooled[i].size >= MIN_BASELINE_SAMPLES and c.head.size >= 3
     ]
-    tests: dict[int, tuple[wander.Wander, wander.LevelTest | None]] = {}
+    tests: dict[int, tuple[list[float], wander.Wander, wander.LevelTest | None]] = {}
     for i in usable:
         c = candidates[i]
         head = wander.log_process_medians(c.head, c.head_counts)
@@ -173,15 +173,14 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
         level = wander.measure(head, base, c.noise_medians or medians, c.history)
         testable = level.process_df or not level.young  # else the samples must stand in
-        tests[i] = (level, wander.test(head, base, level) if testable else None)
-    by_rank = [i for i in usable if tests[i][1] is None]
+        tests[i] = (medians, level, wander.test(head, base, level) if testable else None)
+    by_rank = [i for i in usable if tests[i][2] is None]
     ranked = rank_test_p_values([(candidates[i].head, pooled[i]) for i in by_rank])
     p_values = dict(zip(by_rank, ranked, strict=True))
     out: list[Comparison | None] = [None] * len(candidates)
     for i in usable:
         c = candidates[i]
-        level, tested = tests[i]
-        medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
+        medians, level, tested = tests[i]
         base = float(np.median(medians))
         now = float(np.median(c.head))
         sign = 1.0 if c.lower_is_better else -1.0

@@ -39,8 +39,8 @@ that are two measurements, not one reused section seen twice (their `profiled_at
   fewer than MIN_PAIRS such pairs are *learning*: shown, no notice. Where the runner reuses an
   unchanged kernel's section (the default), such pairs come only from a kernel profiled again
   with nothing changed (another host, an evicted cache, $KERNELWATCH_NCU_REUSE=0);
-- otherwise a counter's tolerance is the larger of its floor (FLOORS, and for DRAM bytes an absolute
-  one) and NOISE_MULTIPLE x the largest move seen between such pairs; a move beyond it is a
+- otherwise a counter's tolerance is the larger of its floor (WORK_COUNTERS, and for DRAM bytes an
+  absolute one) and NOISE_MULTIPLE x the largest move seen between such pairs; a move beyond it is a
   notice ("work +3.1%"), shown beside the timing verdict, never a red commit by itself (unless
   the suite declares `work_changes = "fail"`).
 """
@@ -145,7 +145,7 @@ def learn(history: Sequence[Capture]) -> dict[str, Noise]:
 
 
 @dataclass(frozen=True)
-class WorkVerdict:
+class Judged:
     counter: str
     base: float | None
     value: float
@@ -155,26 +155,26 @@ class WorkVerdict:
     pairs: int
 
 
-def judge(counter: str, base: float | None, head: float, noise: Noise | None) -> WorkVerdict:
+def judge(counter: str, base: float | None, head: float, noise: Noise | None) -> Judged:
     """ "new" without a base; "learning" while the counter has not been shown steady;
     otherwise "changed" beyond its tolerance, "same" within it. A base of zero changes only if
     the head is not zero (its change then is None)."""
     noise = noise or Noise(counter, 0, 0.0)
     if base is None:
-        return WorkVerdict(counter, None, head, "new", None, None, noise.pairs)
+        return Judged(counter, None, head, "new", None, None, noise.pairs)
     change = head / base - 1 if base else (0.0 if head == 0 else None)
     if not noise.steady:
-        return WorkVerdict(counter, base, head, "learning", change, None, noise.pairs)
+        return Judged(counter, base, head, "learning", change, None, noise.pairs)
     tolerance = noise.tolerance()
     verdict = "same" if move(counter, base, head) <= tolerance else "changed"
-    return WorkVerdict(counter, base, head, verdict, change, tolerance, noise.pairs)
+    return Judged(counter, base, head, verdict, change, tolerance, noise.pairs)
 
 
 def verdicts(
     base: Mapping[str, float] | None,
     head: Mapping[str, float],
     noise: Mapping[str, Noise] | None = None,
-) -> list[WorkVerdict]:
+) -> list[Judged]:
     """A verdict for every work counter `head` has."""
     out = []
     for counter in WORK_COUNTERS:
