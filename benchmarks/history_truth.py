@@ -37,7 +37,15 @@ from histsuite.workloads import all_workloads  # noqa: E402
 # placement is on fresh memory (CuPy's cached blocks given back: otherwise the buffers come out
 # of the chunks the earlier workloads left, the same pages every time) behind a filler of a
 # random size, and the truth is taken over all of them.
-PROCESSES = 4
+PROCESSES = int(os.environ.get("KERNELWATCH_TRUTH_PROCESSES", "4"))
+# A kernel that spills reads and writes local memory, which the driver places once per process
+# (when the first launch needs it), not with the buffers: the H200's spilling SGEMM sat 1-5%
+# apart between the runner's processes, while four truth processes that allocated the same way
+# agreed within 0.2 point. So each process first takes a filler of a random size, before any
+# module is loaded or kernel launched: its local memory, and all that follows, lands elsewhere.
+CONTEXT_FILLER_MAX_BYTES = 1 << 30
+# Workload ids (prefixes) to measure, comma-separated; all of them when unset.
+ONLY = tuple(p for p in os.environ.get("KERNELWATCH_TRUTH_ONLY", "").split(",") if p)
 PLACEMENTS = 16  # per process and workload, each behind a random filler
 # A launch of milliseconds is not moved by where its buffers sit the way a short one is, and
 # 16 placements of it cost seconds a pair: it gets a few.
@@ -81,9 +89,15 @@ class Kernels:
         return (max(e for _, e in mine) - min(s for s, _ in mine)) / 1e3
 
 
+def chosen() -> list[Any]:
+    return [w for w in all_workloads() if not ONLY or w.id.startswith(ONLY)]
+
+
 def measure(pairs: dict[str, Any]) -> dict[str, Any]:
     import cupy as cp
 
+    rng = np.random.default_rng()
+    context_filler = cp.empty(int(rng.integers(1, CONTEXT_FILLER_MAX_BYTES >> 20)) << 20, cp.uint8)
     flush_buffer = cp.empty(FLUSH_BYTES, dtype=cp.uint8)
 
     def flush() -> None:
@@ -91,7 +105,7 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
             flush_buffer.data.ptr, 0, FLUSH_BYTES, cp.cuda.get_current_stream().ptr
         )
 
-    cubins = {w.cubin for w in all_workloads()}
+    cubins = {w.cubin for w in chosen()}
     modules = {
         name: {c: cp.RawModule(path=str(Path(folder) / c)) for c in cubins}
         for name, folder in pairs["builds"].items()
@@ -111,11 +125,12 @@ def measure(pairs: dict[str, Any]) -> dict[str, Any]:
     for base, head in pairs["pairs"]:
         rows = {
             w.id: _interleaved(w, modules[base], modules[head], cupti, flush, events_us, cp)
-            for w in all_workloads()
+            for w in chosen()
         }
         out[f"{base}..{head}"] = rows
         changes = ", ".join(f"{wid} {r['change']:+.2%}" for wid, r in rows.items())
         print(f"truth {base[:10]}..{head[:10]}: {changes}", flush=True)
+    del context_filler
     return out
 
 
@@ -178,6 +193,9 @@ def combine(processes: list[dict[str, Any]]) -> dict[str, Any]:
             out[pair][wid] = {
                 "change": h / b - 1,
                 "placement_changes": [m["change"] for m in mine],  # per process
+                "process_medians": [
+                    [float(np.median(m["base"])), float(np.median(m["head"]))] for m in mine
+                ],
                 "base_us": b,
                 "head_us": h,
             }

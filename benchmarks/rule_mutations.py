@@ -152,6 +152,34 @@ MUTATIONS = [
         "tests/service/runs/test_imports.py::test_an_alert_nobody_can_confirm_is_closed_as_fixed_"
         "when_the_series_comes_back",
     ),
+    (
+        "a run's common offset, measured on its unchanged kernels, is taken out of the changes",
+        "service/analysis/verdicts.py",
+        "offsets = _run_offsets(candidates, usable, units, tests)",
+        "offsets: dict = {}",
+        "tests/service/test_run_offset_history.py",
+    ),
+    (
+        "only kernels that nothing changed since their baseline measure the run's offset",
+        "service/evaluation/controls.py",
+        "same = all(captured.get((r, name, params_key)) == head for r in base_runs)",
+        "same = True",
+        "tests/service/test_run_offset_history.py",
+    ),
+    (
+        "an offset within its controls' own wander is not taken out",
+        "service/analysis/run_offset.py",
+        "if abs(log) <= EVIDENT * math.sqrt(spread):",
+        "if False:",
+        "tests/benchmarks/test_history_replay.py",
+    ),
+    (
+        "a taken-out offset's doubt is added to the test",
+        "service/analysis/verdicts.py",
+        "tests[i] = wander.test(head - offset.log, base, level, offset.var)",
+        "tests[i] = wander.test(head - offset.log, base, level)",
+        "tests/service/analysis/test_run_offset.py",
+    ),
 ]
 
 

@@ -5,8 +5,10 @@ its second commit makes a real CUDA kernel really slower: `transpose_tiled` spin
 cycles (~10 us) before its work. A real `kernelwatch serve` process (SQLite), a signed push
 webhook per commit, a real `kernelwatch-runner agent` that claims the jobs over HTTP and runs the
 smoke-sized transpose, dropout and forward GEMM (build, correctness, timing in 3 processes, ncu),
-posts the documents, then runs the confirmation job the suspected regression queued; the commit
-metrics API shows the slower series, and only that one, and its alert opens.
+posts the documents; a third commit changes no kernel, and its run settles the second one's
+verdict (pending against a level of one run: service.analysis.verdicts), then the agent runs the
+confirmation job the suspected regression queued; the commit metrics API shows the slower
+series, and only that one, and its alert opens.
 
 Marked `gpu`: skipped with the reason where CuPy or a GPU is missing (tests/conftest.py). The
 processes are started as `python -m service.cli` and `python -m runner.cli`, so a GPU host that
@@ -42,8 +44,9 @@ def _python(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def suite_repo(path: Path) -> tuple[Path, str, str]:
-    """A repository of this tree's suite: a first commit, then one with a really slower kernel."""
+def suite_repo(path: Path) -> tuple[Path, str, str, str]:
+    """A repository of this tree's suite: a first commit, one with a really slower kernel, and
+    one that changes no kernel."""
     path.mkdir()
     shutil.copy2(ROOT / "kernelwatch.toml", path / "kernelwatch.toml")
     shutil.copytree(
@@ -61,7 +64,9 @@ def suite_repo(path: Path) -> tuple[Path, str, str]:
     )
     source.write_text(text.replace(TILE_DECL, spin))
     second = commit_all(path, "transpose: wait before the tile loads\n\nThis is slower.")
-    return path, first, second
+    (path / "NOTES.md").write_text("The transpose waits before its tile loads.\n")
+    third = commit_all(path, "notes: no kernel changes")
+    return path, first, second, third
 
 
 @pytest.fixture
@@ -85,7 +90,7 @@ def _alerts_settled(url: str) -> bool:
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_push_to_regression_verdict_on_the_gpu(service, tmp_path: Path) -> None:
     url, env = service
-    repo, first, second = suite_repo(tmp_path / "repo")
+    repo, first, second, third = suite_repo(tmp_path / "repo")
     token = subprocess.run(
         _python("service.cli", "runner-token", "create", "gpu-runner", "--labels", "gpu=any"),
         cwd=ROOT,
@@ -103,6 +108,10 @@ def test_push_to_regression_verdict_on_the_gpu(service, tmp_path: Path) -> None:
             wait_for(lambda: _finished(url, job1), agent, timeout=300)
             (job2,) = push(url, repo, REPOSITORY, second, [second])
             wait_for(lambda: _finished(url, job2), agent, timeout=300)
+            # Against a level of one run the change is pending (that level's run-to-run wander
+            # is not known yet); the next commit's run settles it.
+            (job3,) = push(url, repo, REPOSITORY, third, [third])
+            wait_for(lambda: _finished(url, job3), agent, timeout=300)
             # The regression is suspected, then confirmed by the same runner, base and head
             # interleaved.
             wait_for(lambda: _alerts_settled(url), agent, timeout=300)

@@ -17,6 +17,9 @@ all samples), its stop reason marked (SHORT_NOTE), and the log says how many wer
 With 6 processes, two pairs of runs of the same commit (benchmarks/runner_cost.py --runs 2) had
 every workload of >= 50 us within 0.7%.
 
+Long launches whose processes sat apart in those (a register-spilling SGEMM's by up to 5% on an
+H200) are timed again, in fresh processes of their own (runner.run.wandering).
+
 In every timing process the CUPTI-timed workloads (declared for launches of a few us) come
 first (timing_order). Timed after longer workloads, a ~4 us kernel took on an offset that lasted
 for the whole process (1.0-1.7% sd between processes, the same in a second pass over the short
@@ -47,7 +50,7 @@ from typing import Any
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
-from runner.run import report
+from runner.run import report, wandering
 from runner.suite.build import run_build
 from runner.suite.checkout import CheckoutError, Checkouts, _git
 from runner.suite.load import Suite, load_suite
@@ -302,12 +305,42 @@ def _check_time_and_profile(
         )
         for wid in short:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
+    _time_wandering(suite, ordered, records, short, max(total, suite.timing.processes), env,
+                    warm, progress, log, check_stop)  # fmt: skip
     check_stop()
     if suite.device == "cuda" and passing:
         from runner.profile import capture as profile
 
         profile.capture_timelines(suite, [records[w] for w in passing], env, progress, log,
                                   check_stop)  # fmt: skip
+
+
+def _time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.WorkloadRecord],
+                    short: list[str], seeds_used: int, env: dict[str, str], warm: WarmWorkers,
+                    progress: Progress, log: Callable[[str], None],
+                    check_stop: Callable[[], None]) -> None:  # fmt: skip
+    """The launches whose processes sat apart (runner.run.wandering), timed again apart from the
+    rest of the suite: the warm workers still waiting closed first, then wander_processes fresh
+    processes that time only them, with seeds that go on from those used; where enough of those
+    succeed, they are the launch's timing."""
+    spread = wandering.wandering_launches((records[w] for w in ordered), short)
+    if not spread:
+        return
+    total = wandering.wander_processes(suite.timing.processes)
+    apart = ", ".join(f"{wid} {sd:.1%}" for wid, sd in spread.items())
+    log(f"timing: {len(spread)} launches whose processes sat apart (sd {apart}) timed again in "
+        f"{total} fresh processes of their own (${wandering.WANDER_PROCESSES_ENV})")  # fmt: skip
+    warm.close()
+    again: dict[str, list[Outcome]] = {wid: [] for wid in spread}
+    for r in range(total):
+        check_stop()
+        progress.stage(f"timing {r + 1}/{total} (processes apart)", len(spread))
+        timed = run_phase(suite, "time", list(spread), env=env, seed=seeds_used + r,
+                          on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
+        for wid in spread:
+            again[wid].append(timed.outcomes[wid])
+    for wid, outcomes in again.items():
+        records[wid].timings = wandering.timed_apart(records[wid].timings, outcomes, spread[wid])
 
 
 def pull_request_section(

@@ -17,6 +17,11 @@ A change is reported only when both hold:
   target's size clears it despite noise (benchmarks/signal_quality.py measures recall and false
   alerts).
 
+A run whose every kernel sat off its level together (a whole run a few percent fast or slow, as
+short kernels' runs do) would carry that offset into each change: where the run's controls
+(series whose kernels nothing changed) measure it, it is taken out of the change and its doubt
+added to the test (service.analysis.run_offset).
+
 A level with fewer than wander.MIN_LEVEL results has not shown how far its runs wander: a change
 that clears everything else there is *pending*, never red, and the next run along the line
 settles it: changed when that run does not come back (it stays beyond the floor from the
@@ -27,13 +32,14 @@ from then on) or goes beyond the floor the other way (the head's change is not c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import false_discovery_control, mannwhitneyu
 
-from service.analysis import wander
+from service.analysis import run_offset, wander
 
 Q = 0.01
 NOISE_MULTIPLE = 3.0
@@ -83,6 +89,10 @@ class Comparison:
     # is no next run along the line.
     next_change: float | None = None
     unit: str = "process"  # what the test counted: "process" medians, or "sample"
+    # The run's common offset taken out of `change` (service.analysis.run_offset), and how
+    # many controls measured it (0: nothing taken out).
+    offset: float = 0.0
+    controls: int = 0
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,10 @@ class Candidate:
     # The series' run medians before the head, nearest first: its level's and earlier levels'
     # (how far its runs wander, service.analysis.wander).
     history: Sequence[float] = ()
+    # Nothing that determines this series' kernels changed since its baseline: it measures
+    # its run's common offset for the others of its group (the timing method, say).
+    control: bool = False
+    group: Hashable = ""
 
 
 def compare(
@@ -156,7 +170,9 @@ def rank_test_p_values(
 
 
 def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
-    """`compare` for many series at once; the rank tests, where they stand in, are batched
+    """`compare` for many series at once (the series of one run): each one's change is taken
+    net of its run's common offset where the run's controls measure one
+    (service.analysis.run_offset); the rank tests, where they stand in, are batched
     (rank_test_p_values)."""
     pooled = [np.concatenate(c.baseline) if c.baseline else np.empty(0) for c in candidates]
     usable = [
@@ -164,7 +180,8 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         for i, c in enumerate(candidates)
         if pooled[i].size >= MIN_BASELINE_SAMPLES and c.head.size >= 3
     ]
-    tests: dict[int, tuple[list[float], wander.Wander, wander.LevelTest | None]] = {}
+    units: dict[int, tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]] = {}
+    tests: dict[int, wander.LevelTest | None] = {}
     for i in usable:
         c = candidates[i]
         head = wander.log_process_medians(c.head, c.head_counts)
@@ -172,17 +189,26 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         base = [wander.log_process_medians(b, n) for b, n in zip(c.baseline, counts, strict=True)]
         medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
         level = wander.measure(head, base, c.noise_medians or medians, c.history)
+        units[i] = (head, base, medians, level)
         testable = level.process_df or not level.young  # else the samples must stand in
-        tests[i] = (medians, level, wander.test(head, base, level) if testable else None)
-    by_rank = [i for i in usable if tests[i][2] is None]
-    ranked = rank_test_p_values([(candidates[i].head, pooled[i]) for i in by_rank])
+        tests[i] = wander.test(head, base, level) if testable else None
+    offsets = _run_offsets(candidates, usable, units, tests)
+    for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
+        head, base, _, level = units[i]
+        if tests[i] is not None:
+            tests[i] = wander.test(head - offset.log, base, level, offset.var)
+    by_rank = [i for i in usable if tests[i] is None]
+    ranked = rank_test_p_values(
+        [(_net(candidates[i].head, offsets.get(i)), pooled[i]) for i in by_rank]
+    )
     p_values = dict(zip(by_rank, ranked, strict=True))
     out: list[Comparison | None] = [None] * len(candidates)
     for i in usable:
         c = candidates[i]
-        medians, level, tested = tests[i]
+        _, _, medians, level = units[i]
+        tested, offset = tests[i], offsets.get(i)
         base = float(np.median(medians))
-        now = float(np.median(c.head))
+        now = float(np.median(_net(c.head, offset)))
         sign = 1.0 if c.lower_is_better else -1.0
         change = sign * (now - base) / base if base else 0.0
         later = c.next_median
@@ -196,8 +222,45 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
             c.key, change, floor, tested.p_value if tested else p_values[i], now, base,
             len(c.baseline), young=level.young, next_change=next_change if level.young else None,
             unit="process" if tested else "sample",
+            offset=offset.relative if offset else 0.0, controls=offset.controls if offset else 0,
         )  # fmt: skip
     return out
+
+
+def _net(samples: np.ndarray, offset: run_offset.Offset | None) -> np.ndarray:
+    """A head's samples net of its run's offset."""
+    return samples if offset is None else samples * math.exp(-offset.log)
+
+
+def _run_offsets(
+    candidates: list[Candidate],
+    usable: list[int],
+    units: dict[int, tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]],
+    tests: dict[int, wander.LevelTest | None],
+) -> dict[int, run_offset.Offset]:
+    """Each usable series' run offset, where controls of its group measure one: a control is a
+    series the caller marked so, on a level old enough to know its wander and tested on
+    processes; groups are the timing method (the caller's `group`) and the duration class."""
+    changes, run_vars, process_vars, groups, controls = [], [], [], [], []
+    for i in usable:
+        c = candidates[i]
+        _, _, medians, level = units[i]
+        base = float(np.median(medians))
+        now = float(np.median(c.head))
+        tested, head, runs = tests[i], units[i][0], len(units[i][1])
+        changes.append(math.log(now / base) if now > 0 and base > 0 else math.nan)
+        # What a control knows its change to beside the run's offset: its processes' noise
+        # (the share between runs is what the controls share, the offset itself).
+        process_vars.append(
+            level.process_var * (1 / max(head.size, 1) + 1 / (runs * level.processes))
+            if runs
+            else math.inf
+        )
+        run_vars.append(level.run_var * (1 + 1 / runs) if runs else math.inf)
+        groups.append((c.group, class_target(base)))
+        controls.append(c.control and tested is not None and not level.young)
+    found = run_offset.offsets(changes, run_vars, process_vars, groups, controls)
+    return {i: o for i, o in zip(usable, found, strict=True) if o is not None}
 
 
 @dataclass(frozen=True)

@@ -125,7 +125,9 @@ class LevelTest:
     se: float  # of the difference of the log means
 
 
-def test(head: np.ndarray, base: Sequence[np.ndarray], wander: Wander) -> LevelTest | None:
+def test(
+    head: np.ndarray, base: Sequence[np.ndarray], wander: Wander, offset_var: float = 0.0
+) -> LevelTest | None:
     """The two-sided t-test of the head run's mean log process median against the mean of the
     baseline runs' means, with the variance the wander gives each run; None where the processes
     give nothing to test with (no unit, or no degree of freedom at all).
@@ -137,15 +139,18 @@ def test(head: np.ndarray, base: Sequence[np.ndarray], wander: Wander) -> LevelT
     medians knew the noise, and never fewer than MIN_DF: with one, Student's t is Cauchy's
     distribution, and a change of 25 standard errors between two runs of a new series would be
     no evidence at all. What the few runs leave unknown of their wander is the floor's to guard
-    (NOISE_MULTIPLE x the run spread, service.analysis.verdicts), not the test's."""
+    (NOISE_MULTIPLE x the run spread, service.analysis.verdicts), not the test's.
+
+    `offset_var`: the variance of a run offset taken out of the head beforehand
+    (service.analysis.run_offset), a share of its own, given MIN_DF degrees of freedom."""
     if head.size == 0 or not base or any(r.size == 0 for r in base):
         return None
     runs = len(base)
     between = max(0.0, wander.run_var - wander.process_var / wander.processes)
     run_share = between * (1 + 1 / runs)
     process_share = wander.process_var * (1 / head.size + 1 / (runs * wander.processes))
-    se = math.sqrt(run_share + process_share)
-    parts = [(run_share, wander.run_df), (process_share, wander.process_df)]
+    se = math.sqrt(run_share + process_share + offset_var)
+    parts = [(run_share, wander.run_df), (process_share, wander.process_df), (offset_var, MIN_DF)]
     if any(v > 0 and d < 1 for v, d in parts):
         return None  # a share of the noise nothing measured
     spread = sum(v * v / d for v, d in parts if v > 0)

@@ -31,6 +31,7 @@ class BaselineResult:
     median: float
     samples: np.ndarray
     process_counts: list[int]  # samples per timing process, stored back to back
+    run_id: int
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,14 @@ def baselines(
         sid: Baseline(
             [
                 BaselineResult(
-                    rid, cid, median, unpack_samples(stored[rid][0]), list(stored[rid][1] or [])
+                    rid,
+                    cid,
+                    median,
+                    unpack_samples(stored[rid][0]),
+                    list(stored[rid][1] or []),
+                    run_id,
                 )
-                for rid, cid, median, _ in rows[:k]
+                for rid, cid, median, run_id in rows[:k]
             ],
             [median for _, _, median, _ in rows],
             segment,

@@ -77,6 +77,7 @@ _VERDICT = [
     Verdict.q_value, Verdict.floor, Verdict.baseline_median, Verdict.baseline_results,
     Verdict.note, Verdict.segment_start_commit_id, Verdict.segment_kind, Verdict.segment_results,
     Verdict.segment_note, Verdict.baseline_commits, Verdict.redefined_from_series_id,
+    Verdict.run_offset, Verdict.offset_controls,
 ]  # fmt: skip
 
 
@@ -317,6 +318,10 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
         "note": v.note,
         "segment": segment,
         "redefined_from_series": v.redefined_from_series_id,
+        # The run's common offset taken out of the change, and the unchanged kernels behind it.
+        "run_offset": {"offset": v.run_offset, "controls": v.offset_controls}
+        if v.offset_controls
+        else None,
     }
 
 

@@ -6,11 +6,12 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from service.analysis.segments import describe
-from service.analysis.verdicts import Candidate, Decision, compare_many, decide
+from service.analysis.verdicts import Candidate, compare_many, decide
 from service.analysis.wander import MIN_LEVEL
 from service.core.sql import among
-from service.evaluation import redefinitions
+from service.evaluation import notes, redefinitions
 from service.evaluation.baseline import Baseline, baselines
+from service.evaluation.controls import controls
 from service.evaluation.work_verdicts import judge_work
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
 from service.store.ancestry import ancestry, next_results
@@ -48,6 +49,21 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     # A young level's verdict waits for the next run of its line (service.analysis.verdicts);
     # a pull request's run has none: its pending verdicts stay so until a new push.
     later = next_results(session, head, run.branch, young) if run.pull_request is None else {}
+    series = _series(session, results)
+    # Series whose kernels nothing changed since their baseline measure the run's offset.
+    unchanged = controls(
+        session,
+        run.id,
+        {
+            result.id: (
+                series[result.series_id].workload,
+                series[result.series_id].params_key,
+                [b.run_id for b in base.results],
+            )
+            for result, base in zip(results, bases, strict=True)
+            if base is not None and result.series_id not in redefined
+        },
+    )
     candidates = [
         Candidate(
             result.id,
@@ -59,6 +75,8 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
             baseline_counts=[b.process_counts for b in base.results] if base else [],
             next_median=later[result.series_id][1] if result.series_id in later else None,
             history=base.history if base else [],
+            control=result.id in unchanged,
+            group=series[result.series_id].method,
         )
         for result, base in zip(results, bases, strict=True)
     ]
@@ -84,20 +102,13 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     for decision, (comparison, base, result) in zip(
         decide([c for c, _, _ in comparisons]), comparisons, strict=True
     ):
-        note = _wander_note(decision, len(base.segment_medians))
         old = redefined.get(result.series_id)
-        if old is not None:
-            new = session.get(Series, result.series_id)
-            assert new is not None
-            note = "; ".join(
-                part
-                for part in (
-                    f"redefined in place: {redefinitions.describe(old, new)}, compared with the "
-                    f"level of its series before (series {old.id})",
-                    note,
-                )
-                if part
-            )
+        note = notes.verdict_note(
+            decision,
+            len(base.segment_medians),
+            redefinitions.describe(old, series[result.series_id]) if old is not None else "",
+            old.id if old is not None else None,
+        )
         verdicts.append(
             Verdict(
                 run_id=run.id,
@@ -113,6 +124,8 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                 baseline_commits=[b.commit_id for b in base.results],
                 note=note,
                 outlier=decision.settled == "back",
+                run_offset=comparison.offset if comparison.controls else None,
+                offset_controls=comparison.controls,
                 redefined_from_series_id=old.id if old is not None else None,
                 **_segment_fields(base, shas),
             )
@@ -140,29 +153,13 @@ def baseline_line(session: Session, run: Run, head: Commit) -> list[int]:
     return [base.id, *(c for c in ancestry(session, base, run.base_ref) if c != base.id)]
 
 
-def _wander_note(decision: Decision, level_results: int) -> str:
-    """What a person needs to read a verdict on a level too young to know its wander."""
-    c = decision.comparison
-    runs = f"{level_results} run{'s' * (level_results != 1)}"
-    if decision.verdict == "pending":
-        return (
-            f"pending: {c.change:+.1%} clears the floor ({c.floor:.1%}), but the level it is "
-            f"compared with has {runs}, too few to know how far its runs wander; the next run "
-            "of this line settles it"
-        )
-    if decision.settled == "stayed":
-        return f"the next run did not come back ({c.next_change:+.1%}): a change of level"
-    if decision.settled == "back":
-        return (
-            f"{c.change:+.1%} was not a change: the next run came back ({c.next_change:+.1%} "
-            f"against the same {runs}), so it was this series' run-to-run wander"
-        )
-    if decision.settled == "moved":
-        return (
-            f"{c.change:+.1%} is not confirmed: the next run went the other way "
-            f"({c.next_change:+.1%} against the same {runs})"
-        )
-    return ""
+def _series(session: Session, results: list[Result]) -> dict[int, Series]:
+    wanted = list({r.series_id for r in results})
+    if not wanted:
+        return {}
+    return {
+        s.id: s for s in session.scalars(select(Series).where(among(session, Series.id, wanted)))
+    }
 
 
 def _shas(session: Session, history: dict[int, Baseline]) -> dict[int, str]:

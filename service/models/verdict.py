@@ -53,6 +53,11 @@ class Verdict(Base):
     redefined_from_series_id: Mapped[int | None] = mapped_column(
         ForeignKey("series.id", ondelete="SET NULL")
     )
+    # The run's common offset taken out of `change` (service.analysis.run_offset: where its
+    # kernels that nothing changed sat together off their levels), and how many measured it;
+    # None and 0 where nothing was taken out.
+    run_offset: Mapped[float | None] = mapped_column(Float)
+    offset_controls: Mapped[int] = mapped_column(default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -68,6 +68,15 @@ class Baseline(BaseModel):
     segment: SegmentPublic | None = None
 
 
+class RunOffsetPublic(BaseModel):
+    """How far the run's kernels that nothing changed sat off their levels together (relative:
+    -0.03 is 3% fast), taken out of the change; `controls`: how many such kernels measured it
+    (of the same duration class and timing method)."""
+
+    offset: float
+    controls: int
+
+
 class Analysis(BaseModel):
     """The verdict against the baseline (the series' nearest results since its last level
     shift along the ancestry)."""
@@ -84,6 +93,8 @@ class Analysis(BaseModel):
     # The series this result was compared with where the commit redefined its workload in place
     # (the same workload, kernels and work under other parameters; that series went missing).
     redefined_from_series: int | None = None
+    # The run's common offset taken out of `change`, where its unchanged kernels measured one.
+    run_offset: RunOffsetPublic | None = None
 
 
 class ChangePointPublic(BaseModel):

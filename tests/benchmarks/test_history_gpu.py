@@ -133,6 +133,7 @@ def test_the_truth_is_the_change_of_the_medians_over_every_process() -> None:
     assert merged["change"] == pytest.approx(0.10)
     assert merged["placement_changes"] == [0.10, 0.20]
     assert (merged["base_us"], merged["head_us"]) == (4.0, 4.4)
+    assert merged["process_medians"] == [[4.0, 4.4], [4.0, 4.8]]
 
 
 def test_process_offsets_shared_by_a_class_are_told_apart_from_independent_ones() -> None:

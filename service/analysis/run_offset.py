@@ -1,0 +1,103 @@
+"""A run's common offset: how far every unchanged kernel of a duration class sat off its level
+in one run, measured on the kernels whose code did not change, and taken out of the others'
+changes.
+
+Runs of the same binaries do not all sit where their levels do: on an H200 the four short
+streaming kernels of one history run (3.5 us, six processes each) sat 2-6% off their levels
+together, in every process (benchmarks/history_gpu.py; long and mid kernels of the same run did
+not move). A kernel a commit changed carries its run's offset in its change: at the H200
+history's second step three short kernels were reported 3.0-3.3 points under the interleaved
+truth, while the one short kernel the commit left alone read -2.3% against a truth of +0.9%.
+
+A run knows its offset where it holds kernels that are *controls*: the caller says which (their
+captures show that nothing that determines them changed since their baseline: compiled code,
+launch, inputs, host and tools; service.evaluation.controls). A series' offset is the median
+change of the other controls of its group (duration class and timing method: what moves short
+kernels need not move long ones, nor a timer that counts launch gaps one that does not),
+leave-one-out so that a control is not corrected by itself. Its variance, what the corrected
+change's test must add to the series' own: a control's change is known to its test's standard
+error, and a median of k of them to about pi/2 x their variance / k (k >= 3).
+
+Nothing is corrected where no control says so: a commit that changes code every kernel shares
+(a common header, the suite's Python) leaves no control, so a slowdown of every kernel is never
+mistaken for a run that sat off.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MIN_CONTROLS = 1  # controls of a group before its offset is taken out
+# How many of its standard errors an offset must be from zero before it is taken out: a control
+# wanders on its own too (a spilling kernel's runs by 2-5%), and one control's wander is no
+# evidence that its whole run sat off.
+EVIDENT = 2.0
+
+
+@dataclass(frozen=True)
+class Offset:
+    log: float  # the run's offset: the log of the ratio its controls sat at
+    var: float  # what the controls' processes leave unknown of it (variance of the log)
+    controls: int  # how many controls measured it
+
+    @property
+    def relative(self) -> float:
+        return math.expm1(self.log)
+
+
+def weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    """The value at half the total weight (the mean of the two around it on a tie)."""
+    order = np.argsort(values)
+    v, w = np.asarray(values, dtype=float)[order], np.asarray(weights, dtype=float)[order]
+    cumulative = np.cumsum(w) / w.sum()
+    i = int(np.searchsorted(cumulative, 0.5))
+    if math.isclose(cumulative[i], 0.5) and i + 1 < v.size:
+        return float((v[i] + v[i + 1]) / 2)
+    return float(v[i])
+
+
+def offsets(
+    changes: Sequence[float],
+    run_vars: Sequence[float],
+    process_vars: Sequence[float],
+    groups: Sequence[Hashable],
+    controls: Sequence[bool],
+) -> list[Offset | None]:
+    """Per series, its group's offset as the other controls of the group measure it (None where
+    fewer than MIN_CONTROLS do, or where what they measure is within EVIDENT standard errors of
+    zero). `changes`: each series' log change against its level; `run_vars`: each change's
+    variance from run to run (the controls' weights: a control that wanders on its own counts
+    for little); `process_vars`: its variance from its processes alone (the part no other
+    kernel shares: what the test of a corrected change must add)."""
+    members: dict[Hashable, list[int]] = {}
+    for i, (group, control) in enumerate(zip(groups, controls, strict=True)):
+        if control and math.isfinite(changes[i]) and run_vars[i] > 0:
+            members.setdefault(group, []).append(i)
+    out: list[Offset | None] = []
+    for i, group in enumerate(groups):
+        others = [j for j in members.get(group, []) if j != i]
+        if len(others) < MIN_CONTROLS:
+            out.append(None)
+            continue
+        weights = [1 / run_vars[j] for j in others]
+        log = weighted_median([changes[j] for j in others], weights)
+        spread = median_factor(len(others)) / sum(weights)
+        if abs(log) <= EVIDENT * math.sqrt(spread):
+            out.append(None)
+            continue
+        known = (
+            median_factor(len(others))
+            * sum(w * w * process_vars[j] for w, j in zip(weights, others, strict=True))
+            / sum(weights) ** 2
+        )
+        out.append(Offset(log, known, len(others)))
+    return out
+
+
+def median_factor(k: int) -> float:
+    """The variance of a median of k estimates over that of their mean (pi/2 for many)."""
+    return math.pi / 2 if k >= 3 else 1.0

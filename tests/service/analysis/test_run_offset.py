@@ -1,0 +1,105 @@
+"""A run's common offset on plain arrays: measured by the run's controls (leave-one-out, per
+group), taken out of the other series' changes and added to their tests' doubt; nothing taken
+out where no control measured it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from service.analysis import run_offset
+from service.analysis.verdicts import compare_many, decide
+from tests.service.analysis.test_wander import candidate, run
+
+
+def test_each_series_offset_is_what_the_other_controls_of_its_group_measured() -> None:
+    """Leave-one-out per group, each control weighted by how little its runs wander, the median
+    of what they measured; none without a control."""
+    changes = [-0.03, -0.04, -0.05, 0.20, -0.05, math.nan]
+    run_vars = [1e-4, 1e-4, 1e-4, 1e-4, 1e-4, 1e-4]
+    process_vars = [4e-5] * 6
+    groups = ["short", "short", "short", "short", "long", "short"]
+    controls = [True, True, True, False, True, True]
+    found = run_offset.offsets(changes, run_vars, process_vars, groups, controls)
+    assert found[0] == run_offset.Offset(-0.045, pytest.approx(2e-5), 2)  # of -0.04 and -0.05
+    assert found[3] is not None and found[3].log == pytest.approx(-0.04)  # of three controls
+    assert found[3].var == pytest.approx(math.pi / 2 * 4e-5 / 3) and found[3].controls == 3
+    assert found[4] is None  # the only control of its group
+    assert found[5] is not None and found[5].controls == 3  # a control without a change: none
+    assert (
+        run_offset.offsets([0.1, 0.1], [1e-4] * 2, [1e-5] * 2, "aa", [False, False]) == [None] * 2
+    )
+    # A control that wanders on its own counts for little beside one that does not.
+    weighted = run_offset.offsets([-0.04, 0.03, 0.0], [1e-4, 1e-2, 1], [0.0] * 3, "aaa",
+                                  [True, True, False])  # fmt: skip
+    assert weighted[2] is not None and weighted[2].log == pytest.approx(-0.04)
+
+
+def test_an_offset_within_its_controls_own_wander_is_not_taken_out() -> None:
+    """A spilling SGEMM whose runs wander by 2.5% sitting 2.7% low is no evidence that its run
+    sat off: the others of its group keep what they measured."""
+    found = run_offset.offsets([-0.027, 0.05], [0.025**2, 1e-4], [1e-4] * 2, "aa", [True, False])
+    assert found == [None, None]
+    steady = run_offset.offsets([-0.027, 0.05], [0.005**2, 1e-4], [1e-4] * 2, "aa", [True, False])
+    assert steady[1] is not None and steady[1].log == pytest.approx(-0.027)
+
+
+def short_suite(rng: np.random.Generator, sat: float, changed: dict[int, float]):
+    """Eight short kernels (processes 1% apart, samples 3%): eight baseline runs each, and a
+    head run whose every process sat `sat` off, kernels in `changed` slower by that factor."""
+    out = []
+    for j in range(8):
+        level = 3.5 + 0.25 * j
+        base = [run(level, rng, processes=6, samples=60, process_sd=0.01, sample_sd=0.03)
+                for _ in range(8)]  # fmt: skip
+        head = run(level * sat * changed.get(j, 1.0), rng, processes=6, samples=60,
+                   process_sd=0.01, sample_sd=0.03)  # fmt: skip
+        out.append(replace(candidate(head, base), key=j, group="cupti", control=j not in changed))
+    return out
+
+
+def test_a_run_that_sat_off_is_measured_on_its_unchanged_kernels_and_taken_out() -> None:
+    """All eight kernels' processes sat 4% fast; two got 12% slower: reported +12%, not +7.5%,
+    the others near zero; without controls, the same run reports what it measured."""
+    rng = np.random.default_rng(11)
+    candidates = short_suite(rng, 0.96, {1: 1.12, 5: 1.12})
+    corrected = compare_many(candidates)
+    for j, c in enumerate(corrected):
+        assert c is not None and c.controls == (6 if j in (1, 5) else 5)  # leave-one-out
+        assert c.offset == pytest.approx(-0.04, abs=0.01)
+        expected = 0.12 if j in (1, 5) else 0.0
+        assert c.change == pytest.approx(expected, abs=0.02), (j, c.change)
+    verdicts = [d.verdict for d in decide([c for c in corrected if c is not None])]
+    assert [j for j, v in enumerate(verdicts) if v != "unchanged"] == [1, 5]
+    assert {verdicts[1], verdicts[5]} == {"regressed"}
+    plain = compare_many([replace(c, control=False) for c in candidates])
+    assert all(p is not None and p.offset == 0.0 and p.controls == 0 for p in plain)
+    assert plain[1].change == pytest.approx(1.12 * 0.96 - 1, abs=0.01)  # type: ignore[union-attr]
+
+
+def test_an_offset_is_measured_per_group_and_not_by_a_young_level() -> None:
+    """Controls of another timing method, or on a level of one run, measure nothing here."""
+    rng = np.random.default_rng(12)
+    candidates = short_suite(rng, 0.96, {1: 1.12})
+    others = [replace(c, group="cuda_events") if c.key != 1 else c for c in candidates]
+    assert compare_many(others)[1].offset == 0.0  # type: ignore[union-attr]
+    young = [replace(c, baseline=c.baseline[:1], baseline_counts=c.baseline_counts[:1],
+                     baseline_medians=c.baseline_medians[:1], noise_medians=c.baseline_medians[:1],
+                     history=c.baseline_medians[:1]) if c.key != 1 else c
+             for c in candidates]  # fmt: skip
+    assert compare_many(young)[1].offset == 0.0  # type: ignore[union-attr]
+
+
+def test_the_offsets_doubt_widens_the_test() -> None:
+    """An offset measured by one control adds that control's doubt to the corrected change's:
+    its p-value is larger than that of the same change with the offset known exactly."""
+    rng = np.random.default_rng(13)
+    pair = short_suite(rng, 0.96, {1: 1.06})[:2]  # a control and a kernel 6% slower
+    corrected = compare_many(pair)[1]
+    assert corrected is not None and corrected.controls == 1
+    exact = compare_many([replace(pair[1], head=pair[1].head / (1 + corrected.offset))])[0]
+    assert exact is not None and exact.change == pytest.approx(corrected.change)
+    assert exact.p_value < corrected.p_value

@@ -1,0 +1,78 @@
+"""A run whose kernels all sat off their levels together, through the real service over HTTP
+on SQLite and PostgreSQL: five short kernels (as the four of an H200 history run sat 3% off in
+every process); a commit that changes two of them by +12% in a run sitting 4% fast must report
++12%, not +7.5% (the three it left alone, their captures unchanged, show the run's offset);
+a commit that changes every kernel's code (a common header) leaves no kernel to show an offset,
+and its +12% in a run as fast is reported as measured, never taken for the run's offset."""
+
+from __future__ import annotations
+
+import hashlib
+
+import httpx
+from sqlalchemy import Engine
+
+from tests.history import SHORT, Line
+from tests.live_server import LiveServer
+from tests.service.test_history import admin, live, metrics_at, settle  # noqa: F401
+
+KERNELS = {f"k{j}": SHORT for j in range(5)}
+BASE = {f"k{j}": 3.5 + 0.5 * j for j in range(5)}
+STEP, HEADER, N = 6, 9, 10
+CHANGED = ("k1", "k2")  # by the commit at STEP; every kernel by the commit at HEADER
+RUN_OFFSET = 0.96  # how the whole runs of STEP and HEADER sat: every kernel 4% fast
+
+
+def version(i: int, kernel: str) -> int:
+    """Which code of `kernel` commit i holds."""
+    return (i >= STEP and kernel in CHANGED) + (i >= HEADER)
+
+
+def at(i: int) -> dict[str, float]:
+    slower = {k: 1.12 ** version(i, k) for k in BASE}
+    sat = RUN_OFFSET if i in (STEP, HEADER) else 1.0
+    return {k: level * slower[k] * sat for k, level in BASE.items()}
+
+
+def document(line: Line, i: int) -> dict:
+    doc = line.document(i, at(i))
+    for w in doc["workloads"]:
+        kernel = w["kernels"][0]
+        code = f"{kernel}:{version(i, kernel)}"
+        w["ncu"] = {"status": "ok", "kernels": [{
+            "kernel": kernel,
+            "metrics": {"smsp__inst_executed.sum": {"value": 1e5 * (1 + version(i, kernel)),
+                                                    "unit": "inst"}},
+            "determinants": hashlib.sha256(code.encode()).hexdigest(),
+            "profiled_at": line.sha(i),
+        }]}  # fmt: skip
+    return doc
+
+
+def test_a_runs_common_offset_is_taken_out_where_unchanged_kernels_show_it(
+    live: LiveServer,  # noqa: F811
+    engine: Engine,
+    admin: httpx.Client,  # noqa: F811
+) -> None:
+    line = Line(KERNELS, repository="acme/offset", seed=5)
+    for i in range(N):
+        assert admin.post("/api/v1/runs", json=document(line, i)).status_code == 201
+        settle(engine)
+    got = [metrics_at(admin, line, i) for i in range(N)]
+    for i in (*range(1, STEP), STEP + 1, STEP + 2):
+        assert {k: m["verdict"] for k, m in got[i].items()} == dict.fromkeys(BASE, "unchanged"), i
+    step = got[STEP]
+    for kernel in CHANGED:
+        assert step[kernel]["verdict"] == "regressed"
+        assert abs(step[kernel]["change"] - 0.12) < 0.02, step[kernel]
+        assert "net of this run's offset" in step[kernel]["analysis"]["note"], step[kernel]
+        offset = step[kernel]["analysis"]["run_offset"]
+        assert offset["controls"] == 3 and abs(offset["offset"] + 0.04) < 0.015, offset
+    for kernel in set(BASE) - set(CHANGED):
+        assert step[kernel]["verdict"] == "unchanged"
+        assert abs(step[kernel]["change"]) < 0.03, step[kernel]  # not -4%
+    # Every kernel changed: no control, nothing taken out, every change reported as measured.
+    for kernel, m in got[HEADER].items():
+        assert m["verdict"] == "regressed", (kernel, m)
+        assert abs(m["change"] - (1.12 * RUN_OFFSET - 1)) < 0.02, (kernel, m)
+        assert "offset" not in m["analysis"]["note"] and m["analysis"]["run_offset"] is None
