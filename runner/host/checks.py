@@ -189,6 +189,7 @@ def agent_checks(
                    "install Nsight Compute: without it runs carry no counters", False),
         counters_check(),
         module_check("cupti", "pip install cupti-python (kernel timelines, short launches)"),
+        *framework_checks(),
     ]  # fmt: skip
     return [
         module_check("numpy", "pip install numpy (the runner's statistics)", required=True),
@@ -196,6 +197,17 @@ def agent_checks(
         *(optional if everything and device == "cuda" else []),
         _found("git", shutil.which("git"), "the PATH, where checkouts look", "install git", True),
         disk_check(cache),
+    ]
+
+
+def framework_checks() -> list[Check]:
+    """The suite frameworks installed here, with their versions (none is needed: a suite that
+    imports one brings it)."""
+    from runner.host.environment import framework_versions
+
+    return [
+        Check(name, "ok", f"{version} (recorded in each run's environment)", required=False)
+        for name, version in framework_versions().items()
     ]
 
 

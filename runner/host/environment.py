@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib.metadata
 import json
 import os
 import platform
@@ -15,6 +16,25 @@ from typing import Any
 
 from runner.host import gpuinfo
 from runner.host.tools import find_ncu, find_nvcc
+
+# The frameworks a suite may launch its work with (PyTorch ops and extensions, Triton kernels),
+# by the distributions that carry them: their versions go into every run's environment (an
+# upgrade keeps the series, and the service names it beside an alert's causes).
+FRAMEWORKS = {"torch": ("torch",), "triton": ("triton", "pytorch-triton")}
+
+
+def framework_versions() -> dict[str, str]:
+    """Name -> version of each installed framework, from its package's metadata (nothing is
+    imported: a runner must not pay for importing torch)."""
+    out = {}
+    for name, distributions in FRAMEWORKS.items():
+        for distribution in distributions:
+            try:
+                out[name] = importlib.metadata.version(distribution)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return out
 
 
 def _tool_version(command: list[str]) -> str | None:
@@ -130,6 +150,7 @@ def collect(device: str, gpu: dict[str, Any]) -> dict[str, Any]:
             "l2_bytes": gpu.get("l2_bytes"),
         }
     env["host"] = host
+    env["frameworks"] = framework_versions()
     env["fingerprint"] = fingerprint(device, env)
     return env
 

@@ -24,7 +24,7 @@ from runner.run.pipeline import (
     check_processes,
     repository_name,
 )
-from runner.suite.build import BuildOutcome, run_build
+from runner.suite.build import BuildOutcome, build_env, run_build
 from runner.suite.checkout import Checkouts, CommitInfo
 from runner.suite.load import Suite, load_suite
 
@@ -40,9 +40,11 @@ class Side:
     passing: list[str]
 
 
-def _prepare(tree: Path, commit: CommitInfo, build_dir: Path, wanted: list[dict[str, Any]]) -> Side:
+def _prepare(
+    tree: Path, commit: CommitInfo, build_dir: Path, cache: Path, wanted: list[dict[str, Any]]
+) -> Side:
     suite = load_suite(tree)
-    env = {"KERNELWATCH_BUILD_DIR": str(build_dir)}
+    env = build_env(build_dir, cache)
     build = run_build(suite, build_dir, env)
     listing = run_phase(suite, "list", [], env=env)
     infos = (
@@ -93,7 +95,7 @@ def execute_confirmation(
                 progress.stage(f"{role}: build and check")
                 tree, commit = checkouts.worktree(request.source, rev, f"confirm-{role}-{job}")
                 trees.append(tree)
-                sides[role] = _prepare(tree, commit, Path(tmp) / role, wanted)
+                sides[role] = _prepare(tree, commit, Path(tmp) / role, request.cache_dir, wanted)
             processes = sides["head"].suite.timing.processes
             for process in range(processes):
                 for role in ("base", "head"):  # A B A B: the interleaving is the point

@@ -51,7 +51,7 @@ from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
 from runner.run import report, wandering
-from runner.suite.build import run_build
+from runner.suite.build import build_env, run_build
 from runner.suite.checkout import CheckoutError, Checkouts, _git
 from runner.suite.load import Suite, load_suite
 
@@ -186,8 +186,7 @@ def _measure(
     commit: str,
 ):
     # The build folder of this run, and a folder kept between runs for what builds may reuse.
-    env = {"KERNELWATCH_BUILD_DIR": str(build_dir),
-           "KERNELWATCH_BUILD_CACHE": str(request.cache_dir / "builds")}  # fmt: skip
+    env = build_env(build_dir, request.cache_dir)
     progress.stage("build")
     with WarmWorkers(suite, warm_plan(suite), env) as warm:  # they start while the build runs
         return _build_and_measure(suite, build_dir, request, progress, log, check_stop,

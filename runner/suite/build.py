@@ -22,6 +22,31 @@ _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
+# Where compilers that run inside a workload's `prepare` keep what they compiled, each under the
+# runner's build cache (kept between commits) unless the host set it: Triton's kernels, Inductor's
+# generated code and FX graphs, PyTorch's C++/CUDA extensions (load_inline) and the driver's PTX
+# JIT. Each keys its entries by what they depend on (source, options, versions, GPU), so a commit
+# that does not change them compiles nothing, and every timing process after the first of a
+# run finds them compiled.
+COMPILE_CACHES = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "TORCH_EXTENSIONS_DIR": "torch-extensions",
+    "CUDA_CACHE_PATH": "cuda-jit",
+}
+
+
+def build_env(build_dir: Path, cache_dir: Path) -> dict[str, str]:
+    """The environment of a run's build and workers: the build folder, the build cache
+    (`cache_dir`/builds) and the compile caches in it (COMPILE_CACHES) that the host has not set."""
+    builds = cache_dir / "builds"
+    env = {"KERNELWATCH_BUILD_DIR": str(build_dir), "KERNELWATCH_BUILD_CACHE": str(builds)}
+    for variable, folder in COMPILE_CACHES.items():
+        if not os.environ.get(variable):
+            env[variable] = str(builds / folder)
+    return env
+
+
 @dataclass
 class BuildOutcome:
     status: str  # ok | failed

@@ -31,6 +31,7 @@ from runner.host.checks import cuda_version
 from runner.measure.sampling import time_workload, timing_inputs, workload_method
 from runner.measure.timers import make_timers
 from runner.suite.load import SuiteError, Timing, load_suite
+from runner.worker.arrays import to_host
 
 
 class Protocol:
@@ -66,7 +67,8 @@ def describe(w: Any) -> dict[str, Any]:
 
 
 def generic_check(w: Any, seed: int) -> dict[str, Any]:
-    """Poison, launch once, compare every output with the float64 reference (relative L2)."""
+    """Poison, launch once, compare every output with the float64 reference (relative L2);
+    outputs and references may be NumPy or CuPy arrays or torch tensors (runner.worker.arrays)."""
     instance = w.prepare(seed)
     try:
         instance.poison()
@@ -76,8 +78,7 @@ def generic_check(w: Any, seed: int) -> dict[str, Any]:
         instance.close()
     worst, unwritten = 0.0, 0
     for name, expected in reference.items():
-        got = np.asarray(outputs[name], dtype=np.float64)
-        expected = np.asarray(expected, dtype=np.float64)
+        got, expected = to_host(outputs[name]), to_host(expected)
         bad = int(np.count_nonzero(~np.isfinite(got)))
         unwritten += bad
         if bad:

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.analysis import software
 from service.analysis.causes import DURATION, L1_SECTORS, candidates, rank
 from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series, TimelineEntry
 
@@ -206,8 +207,12 @@ def attribute(
         for c in k["causes"]
     ]
     causes.sort(key=lambda c: -c["workload_share"])
+    upgraded = software.changes(base_run.environment, head_run.environment) if base_run else []
     return {
-        "summary": summary(series, change, kernels, causes, bool(head.counters), base_series),
+        "summary": summary(
+            series, change, kernels, causes, bool(head.counters), base_series, upgraded
+        ),
+        "software": upgraded,
         "kernel_times": "timeline" if timeline else "ncu",
         "kernels": kernels,
         "causes": causes,
@@ -227,6 +232,7 @@ def summary(
     causes: list[dict[str, Any]],
     ncu: bool,
     before: Series | None = None,
+    upgraded: list[dict[str, Any]] | None = None,
 ) -> str:
     head = describe_workload(series.workload, series.params)
     if before is not None and before.params != series.params:
@@ -234,6 +240,8 @@ def summary(
     head = f"{head} {change:+.1%}"
     if not kernels:
         why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
+        if upgraded:
+            why += "; " + ", ".join(software.describe(u) for u in upgraded)
         return f"{head}: {why}"
     parts = []
     for k in kernels[:2]:
@@ -261,4 +269,6 @@ def summary(
             speedup = f["estimated_speedup"]
             part += f"; new finding {f['rule']}" + (f" (est. {speedup:.0f}%)" if speedup else "")
         parts.append(part)
+    if upgraded:  # beside the kernels: what the runs ran with that differs
+        parts.append(", ".join(software.describe(u) for u in upgraded))
     return f"{head}: " + "; ".join(parts)

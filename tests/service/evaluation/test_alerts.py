@@ -71,7 +71,9 @@ def admin(server: LiveServer) -> httpx.Client:
         yield c
 
 
-def regressed_history(admin: httpx.Client, slower: float = 1.06) -> list[str]:
+def regressed_history(
+    admin: httpx.Client, slower: float = 1.06, frameworks: tuple[dict, dict] | None = None
+) -> list[str]:
     labels: list[str] = []
     for i in range(8):
         label = f"c{i}"
@@ -84,6 +86,8 @@ def regressed_history(admin: httpx.Client, slower: float = 1.06) -> list[str]:
             seed=i,
         )
         with_profile(doc, registers=64, occupancy=82.0, finding=False)
+        if frameworks:
+            doc["environment"]["frameworks"] = frameworks[0]
         assert admin.post("/api/v1/runs", json=doc).status_code == 201
         labels.append(label)
     head = document(
@@ -95,6 +99,8 @@ def regressed_history(admin: httpx.Client, slower: float = 1.06) -> list[str]:
         seed=50,
     )
     with_profile(head, registers=96, occupancy=55.0, finding=True)
+    if frameworks:
+        head["environment"]["frameworks"] = frameworks[1]
     assert admin.post("/api/v1/runs", json=head).status_code == 201
     return labels
 
@@ -183,6 +189,23 @@ def test_regression_is_suspected_confirmed_triaged_and_fixed(
     assert fixed["state"] == "fixed"
     assert fixed["fixed_by_commit"] == sha_for("fix")
     assert admin.get("/api/v1/alerts", params={"state": "open"}).json() == []
+
+
+def test_an_upgrade_of_the_suites_framework_is_named_beside_the_kernels_causes(
+    admin: httpx.Client,
+) -> None:
+    """The base runs had PyTorch 2.10 and Triton 3.5, the head PyTorch 2.11 and no Triton: the
+    series goes on (the fingerprint names the GPU, driver and CUDA only), and the alert says
+    what the runs ran with that differs."""
+    regressed_history(
+        admin, frameworks=({"torch": "2.10.0", "triton": "3.5.0"}, {"torch": "2.11.0"})
+    )
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["attribution"]["software"] == [
+        {"name": "PyTorch", "base": "2.10.0", "head": "2.11.0"},
+        {"name": "Triton", "base": "3.5.0", "head": None},
+    ]
+    assert alert["summary"].endswith("; PyTorch 2.10.0→2.11.0, Triton 3.5.0→absent")
 
 
 def test_a_regression_that_does_not_reproduce_is_dismissed(
