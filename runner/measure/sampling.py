@@ -190,6 +190,18 @@ def prepare(w: Any, seed: int, inputs: str | None = None) -> Any:
     return w.prepare(seed)
 
 
+MAX_CHOICES = 100
+
+
+def choices(instance: Any) -> dict[str, str]:
+    """What the instance says it chose in `prepare` (its optional `choices`: an autotuner's
+    config per kernel, a library's algorithm), as text; nothing where it says nothing."""
+    said = getattr(instance, "choices", None)
+    if not isinstance(said, dict):
+        return {}
+    return {str(k)[:200]: str(v)[:1000] for k, v in list(said.items())[:MAX_CHOICES]}
+
+
 def time_workload(
     w: Any,
     timers: Any,
@@ -204,7 +216,10 @@ def time_workload(
     rule; a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
     PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
     (runner.profile.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
-    instance = prepare(w, seed, inputs)
+    started = time.perf_counter()
+    instance = prepare(w, seed, inputs)  # what compiles (Triton, Inductor, extensions) does here
+    prepare_seconds = time.perf_counter() - started
+    chosen = choices(instance)
     held = [instance]
     try:
         base = timers.events
@@ -287,6 +302,8 @@ def time_workload(
         "l2_flushed": timer.l2_flushed,
         # > 1: a short launch (runner.run.pipeline times it in more processes)
         "placements": placed,
+        "prepare_seconds": round(prepare_seconds, 3),
+        **({"choices": chosen} if chosen else {}),
         **watch.result(),
     }
 

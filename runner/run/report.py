@@ -54,10 +54,23 @@ def timing_section(info: dict[str, Any], timings: list[Outcome]) -> dict[str, An
                 "samples": p["samples"],
                 "sm_clock_mhz": p.get("sm_clock_mhz"),
                 "throttle_reasons": p.get("throttle_reasons", []),
+                **({"prepare_seconds": p["prepare_seconds"]} if "prepare_seconds" in p else {}),
             }
             for p in processes
         ],
     }
+
+
+def choices_section(timings: list[Outcome]) -> dict[str, str]:
+    """What the workload chose in its timing processes' `prepare`: per name, the choice, or the
+    distinct choices joined by " | " where processes chose differently (an autotuner that timed
+    its configs anew in each)."""
+    seen: dict[str, list[str]] = {}
+    for t in timings:
+        for name, choice in ((t.result or {}).get("choices") or {}).items():
+            if choice not in seen.setdefault(name, []):
+                seen[name].append(choice)
+    return {name: " | ".join(values)[:1000] for name, values in seen.items()}
 
 
 def summary(section: dict[str, Any]) -> dict[str, float]:
@@ -113,6 +126,7 @@ def workload_section(record: WorkloadRecord) -> dict[str, Any]:
             out["error"] = failed[0].error[-8000:]
         else:
             out["timing"] = timing_section(info, record.timings)
+            out["choices"] = choices_section(record.timings)
             if out["timing"] is not None:
                 out["timing"].update(summary(out["timing"]))
     for key in ("flops", "bytes"):

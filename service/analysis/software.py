@@ -1,5 +1,6 @@
-"""Software two runs of one fingerprint ran with that differs between them: a likely cause of a
-change that no counter of the kernel explains (an upgrade of the suite's PyTorch, Triton or
+"""Software two runs of one fingerprint ran with that differs between them, and what a workload
+chose differently when it was prepared (an autotuner's config): likely causes of a change that
+no counter of the kernel explains (an upgrade of the suite's PyTorch, Triton or
 CuPy, or of the nvcc that built it, keeps the series: the fingerprint names the GPU, driver and
 CUDA runtime only, runner.host.environment)."""
 
@@ -25,7 +26,12 @@ def versions(environment: Mapping[str, Any]) -> dict[str, str]:
 
 def changes(base: Mapping[str, Any], head: Mapping[str, Any]) -> list[dict[str, str | None]]:
     """What differs between the two environments' versions, by name (None: not there)."""
-    before, after = versions(base), versions(head)
+    return differences(versions(base), versions(head))
+
+
+def differences(before: Mapping[str, str], after: Mapping[str, str]) -> list[dict[str, str | None]]:
+    """Name, base and head of every name whose value differs (None: not there), by name: the
+    versions above, or what a workload chose in `prepare` (an autotuner's config)."""
     return [
         {"name": name, "base": before.get(name), "head": after.get(name)}
         for name in sorted(before.keys() | after.keys())

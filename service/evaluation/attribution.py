@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis import software
+from service.analysis import kernel_names, software
 from service.analysis.causes import DURATION, L1_SECTORS, candidates, rank
 from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series, TimelineEntry
 
@@ -56,6 +56,7 @@ class _Side:
         self.timeline: dict[str, float] = {}
         self.resources: dict[str, dict[str, int]] = {}
         self.kernels: list[str] = []
+        self.choices: dict[str, str] = {}  # what the workload chose in `prepare`
         rw = None
         if run is not None:
             rw = session.scalars(
@@ -68,6 +69,7 @@ class _Side:
         if rw is None:
             return
         self.kernels = list(rw.kernels)
+        self.choices = {str(k): str(v) for k, v in (rw.choices or {}).items()}
         for c in session.scalars(select(NcuKernel).where(NcuKernel.run_workload_id == rw.id)):
             self.counters[c.kernel] = {n: float(v["value"]) for n, v in c.metrics.items()}
             self.labels[c.kernel] = {n: v["label"] for n, v in c.metrics.items() if "label" in v}
@@ -193,7 +195,7 @@ def attribute(
     base = _Side(session, base_run, base_series or series)
     head = _Side(session, head_run, series)
     timeline = bool(base.timeline) and bool(head.timeline)
-    names = head.kernels or list(head.counters)
+    names = kernel_names.attributed(head.kernels, [*head.timeline, *head.counters])
     times = [
         {k: t for k in names if (t := side.time_ns(k, timeline)) is not None}
         for side in (base, head)
@@ -208,11 +210,13 @@ def attribute(
     ]
     causes.sort(key=lambda c: -c["workload_share"])
     upgraded = software.changes(base_run.environment, head_run.environment) if base_run else []
+    chose = software.differences(base.choices, head.choices) if base_run else []
     return {
         "summary": summary(
-            series, change, kernels, causes, bool(head.counters), base_series, upgraded
+            series, change, kernels, causes, bool(head.counters), base_series, upgraded, chose
         ),
         "software": upgraded,
+        "choices": chose,
         "kernel_times": "timeline" if timeline else "ncu",
         "kernels": kernels,
         "causes": causes,
@@ -233,6 +237,7 @@ def summary(
     ncu: bool,
     before: Series | None = None,
     upgraded: list[dict[str, Any]] | None = None,
+    chose: list[dict[str, Any]] | None = None,
 ) -> str:
     head = describe_workload(series.workload, series.params)
     if before is not None and before.params != series.params:
@@ -240,9 +245,8 @@ def summary(
     head = f"{head} {change:+.1%}"
     if not kernels:
         why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
-        if upgraded:
-            why += "; " + ", ".join(software.describe(u) for u in upgraded)
-        return f"{head}: {why}"
+        also = _also(upgraded, chose)
+        return f"{head}: {why}" + (f"; {also}" if also else "")
     parts = []
     for k in kernels[:2]:
         part = f"kernel {k['kernel']} {k['change']:+.0%}"
@@ -269,6 +273,13 @@ def summary(
             speedup = f["estimated_speedup"]
             part += f"; new finding {f['rule']}" + (f" (est. {speedup:.0f}%)" if speedup else "")
         parts.append(part)
-    if upgraded:  # beside the kernels: what the runs ran with that differs
-        parts.append(", ".join(software.describe(u) for u in upgraded))
-    return f"{head}: " + "; ".join(parts)
+    also = _also(upgraded, chose)
+    return f"{head}: " + "; ".join([*parts, also] if also else parts)
+
+
+def _also(upgraded: list[dict[str, Any]] | None, chose: list[dict[str, Any]] | None) -> str:
+    """Beside the kernels: what the runs ran with, and what the workload chose, that differs."""
+    said = [software.describe(u) for u in upgraded or []]
+    said += [f"{c['name']} chose {c['head'] or 'nothing'} (was {c['base'] or 'nothing'})"
+             for c in chose or []]  # fmt: skip
+    return ", ".join(said)

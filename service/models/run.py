@@ -110,6 +110,8 @@ class RunWorkload(Base):
     timeline_note: Mapped[str] = mapped_column(Text, default="")
     ncu_status: Mapped[str | None] = mapped_column(String(20))
     ncu_note: Mapped[str] = mapped_column(Text, default="")
+    # What the workload chose in `prepare` (name -> choice, e.g. an autotuner's config).
+    choices: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
 
 
 class CorrectnessOutcome(Base):

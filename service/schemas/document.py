@@ -207,6 +207,9 @@ class ProcessSamplesIn(Strict):
     samples: list[Annotated[float, Field(gt=0)]] = Field(min_length=1)
     sm_clock_mhz: NonNegative | None = None
     throttle_reasons: list[ShortText] = Field(default_factory=list)
+    # How long the workload's `prepare` took in this process: inputs, and whatever compiles
+    # there (Triton's JIT and autotuning, Inductor, a torch extension's build).
+    prepare_seconds: NonNegative | None = None
 
 
 class TimingIn(Strict):
@@ -311,6 +314,9 @@ class WorkloadIn(Strict):
     timing: TimingIn | None = None
     timeline: TimelineIn | None = None
     ncu: NcuIn | None = None
+    # What the workload chose when it was prepared (an autotuner's config per kernel): a change
+    # of choice is a likely cause of a change of time.
+    choices: dict[Name, ShortText] = Field(default_factory=dict, max_length=100)
 
     @field_validator("params")
     @classmethod

@@ -190,6 +190,7 @@ def store_workloads(
                 "timeline_note": w.timeline.reason if w.timeline else "",
                 "ncu_status": w.ncu.status if w.ncu else None,
                 "ncu_note": w.ncu.reason if w.ncu else "",
+                "choices": w.choices,
             }
             for i, w in zip(ids, doc.workloads, strict=True)
         ],

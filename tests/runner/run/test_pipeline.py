@@ -105,3 +105,22 @@ def test_a_cuda_suite_on_a_host_without_its_gpu_stops_in_one_line_after_the_buil
     with pytest.raises(host.HostError, match="cannot run the CUDA suite 'cpu-fixture': cupy"):
         execute(RunRequest(source=str(repo), rev=sha, cache_dir=tmp_path / "cache"))
     assert phases == ["list"]  # nothing checked or timed
+
+
+def test_each_process_says_how_long_its_prepare_took_and_the_workload_what_it_chose(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workload whose `prepare` compiles (0.3 s here) beside one that only draws inputs."""
+    monkeypatch.setenv("KW_FIXTURE_MISBEHAVE", "compiles")
+    repo, first, _ = cpu_suite_repo(tmp_path / "repo")
+    doc = execute(
+        RunRequest(source=str(repo), rev=first, only="compiles|n=256", cache_dir=tmp_path / "c")
+    )
+    RunDocument.model_validate(doc)
+    took = {w["name"]: [p["prepare_seconds"] for p in w["timing"]["processes"]]
+            for w in doc["workloads"]}  # fmt: skip
+    assert len(took["compiles"]) == 3 and min(took["compiles"]) >= 0.3
+    assert max(took["fma"]) < 0.3
+    # and what it chose there, its processes' distinct choices (seeds 0, 1, 2)
+    chose = {w["name"]: w.get("choices") for w in doc["workloads"]}
+    assert chose == {"compiles": {"fma_cpu": "block=64 | block=128"}, "fma": {}}

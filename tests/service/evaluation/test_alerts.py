@@ -72,7 +72,10 @@ def admin(server: LiveServer) -> httpx.Client:
 
 
 def regressed_history(
-    admin: httpx.Client, slower: float = 1.06, frameworks: tuple[dict, dict] | None = None
+    admin: httpx.Client,
+    slower: float = 1.06,
+    frameworks: tuple[dict, dict] | None = None,
+    choices: tuple[dict, dict] | None = None,
 ) -> list[str]:
     labels: list[str] = []
     for i in range(8):
@@ -88,6 +91,8 @@ def regressed_history(
         with_profile(doc, registers=64, occupancy=82.0, finding=False)
         if frameworks:
             doc["environment"]["frameworks"] = frameworks[0]
+        if choices:
+            doc["workloads"][0]["choices"] = choices[0]
         assert admin.post("/api/v1/runs", json=doc).status_code == 201
         labels.append(label)
     head = document(
@@ -101,6 +106,8 @@ def regressed_history(
     with_profile(head, registers=96, occupancy=55.0, finding=True)
     if frameworks:
         head["environment"]["frameworks"] = frameworks[1]
+    if choices:
+        head["workloads"][0]["choices"] = choices[1]
     assert admin.post("/api/v1/runs", json=head).status_code == 201
     return labels
 
@@ -206,6 +213,20 @@ def test_an_upgrade_of_the_suites_framework_is_named_beside_the_kernels_causes(
         {"name": "Triton", "base": "3.5.0", "head": None},
     ]
     assert alert["summary"].endswith("; PyTorch 2.10.0→2.11.0, Triton 3.5.0→absent")
+
+
+def test_an_autotuners_other_choice_is_named_beside_the_kernels_causes(
+    admin: httpx.Client,
+) -> None:
+    """The workload's `prepare` chose another config at the head (as a Triton autotuner does)."""
+    was, now = "BLOCK_M: 128, num_warps: 8", "BLOCK_M: 64, num_warps: 4"
+    regressed_history(admin, choices=({"gemm_bias_act_fwd": was}, {"gemm_bias_act_fwd": now}))
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["attribution"]["choices"] == [
+        {"name": "gemm_bias_act_fwd", "base": was, "head": now}
+    ]
+    assert alert["summary"].endswith(f"; gemm_bias_act_fwd chose {now} (was {was})")
+    assert alert["attribution"]["software"] == []
 
 
 def test_a_regression_that_does_not_reproduce_is_dismissed(

@@ -1,0 +1,60 @@
+"""docs/example-suite-torch as docs/suites.md promises it: listed on a machine without torch or
+Triton; on a GPU with them, every workload (a load_inline operator, a Triton kernel, a
+torch.compile'd training step) correct and timed, and the generated kernels found by pattern."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "docs" / "example-suite-torch"
+RUNNER = Path(sys.executable).with_name("kernelwatch-runner")
+SMOKE = ["scale_rows[cols=1024,rows=1024]", "softmax[cols=1024,rows=4096]",
+         "mlp_step[batch=256,d_hidden=4096,d_in=1024]"]  # fmt: skip
+
+
+def test_the_torch_example_lists_without_torch(tmp_path: Path) -> None:
+    """Listed with a torch and a triton on the path that refuse to be imported: the listing
+    never imports them (a runner host without them lists the suite)."""
+    for name in ("torch", "triton"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('{name} imported')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([RUNNER, "list", "--repo", str(EXAMPLE), "--json"], capture_output=True,
+                          text=True, timeout=120, env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listed = {w["id"]: w for w in json.loads(done.stdout)}
+    assert set(SMOKE) < set(listed)
+    assert [w["id"] for w in listed.values() if "smoke" in w["tags"]] == SMOKE  # the default
+    assert listed[SMOKE[0]]["kernels"] == ["scale_rows_kernel"]
+    assert listed[SMOKE[1]]["kernels"] == ["softmax_kernel"]
+    assert listed[SMOKE[1]]["timing_method"] == "cupti"
+    assert listed[SMOKE[2]]["kernels"] == ["triton_*"]  # Inductor's generated names
+
+
+@pytest.mark.gpu
+def test_the_torch_example_is_correct_and_timed_on_a_gpu(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the torch example needs PyTorch")
+    pytest.importorskip("triton", reason="the torch example needs Triton")
+    from runner.measure.phase import run_phase
+    from runner.suite.build import build_env
+    from runner.suite.load import load_suite
+
+    suite = load_suite(EXAMPLE)
+    env = build_env(tmp_path / "build", tmp_path / "cache")
+    checked = run_phase(suite, "check", SMOKE, env=env)
+    for wid in SMOKE:
+        outcome = checked.outcomes[wid]
+        assert outcome.status == "ok" and outcome.result["passed"], outcome
+    assert (tmp_path / "cache" / "builds" / "triton").is_dir()  # compiled into the runner's cache
+    timed = run_phase(suite, "time", SMOKE, env=env)
+    for wid in SMOKE:
+        outcome = timed.outcomes[wid]
+        assert outcome.status == "ok", outcome
+        assert min(outcome.result["samples"]) > 0
