@@ -40,8 +40,8 @@ MUTATIONS = [
     (
         "one confirmation of several alerts corrects for their number",
         "service/evaluation/alerts.py",
-        "if p <= CONFIRM_ALPHA / len(alerts) and",
-        "if p <= CONFIRM_ALPHA and",
+        "measured = remeasure(head_samples, base_samples, ALPHA / len(alerts))",
+        "measured = remeasure(head_samples, base_samples, ALPHA)",
         "tests/service/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
         "number",
     ),

@@ -13,6 +13,7 @@ from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.runs import importing
 from service.runs.imports import ImportFileError
+from service.runs.imports.formats import FORMATS
 from service.schemas.imports import ImportCreate
 from service.store.ingest import DocumentConflict, InvalidDocument
 
@@ -56,7 +57,7 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise CliError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB")
     data = path.read_bytes()
-    samples = sample_files(path, data) if target.format == "nvbench" else None
+    samples = sample_files(path, data) if FORMATS[target.format].sample_files else None
     try:  # the whole file is read and checked before the database is touched
         doc, raw = importing.document(target, data, samples)
     except ImportFileError as exc:
@@ -79,8 +80,9 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    cmd = sub.add_parser("import", help="import nvbench or Google Benchmark JSON results")
-    cmd.add_argument("--format", required=True, help="nvbench or gbench")
+    cmd = sub.add_parser("import", help="import another benchmark tool's results as a run")
+    formats = "; ".join(f"{name}: {f.title}" for name, f in FORMATS.items())
+    cmd.add_argument("--format", required=True, help=formats)
     cmd.add_argument("--repo", required=True, help="owner/name")
     cmd.add_argument("--commit", required=True, help="the 40-hex SHA the results belong to")
     cmd.add_argument("--branch", default="main")

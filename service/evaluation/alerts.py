@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.analysis.confirmation import ALPHA, remeasure
 from service.analysis.verdicts import class_floor
 from service.evaluation import bisect
 from service.evaluation.attribution import attribute
-from service.evaluation.paired import CONFIRM_ALPHA, commit_sha, series_samples
+from service.evaluation.paired import commit_sha, series_samples
 from service.models import (
     Alert,
     AlertEvent,
@@ -320,9 +319,10 @@ def confirm(
                 "the confirmation run did not measure this workload on both sides",
             )
             continue
-        b, h = float(np.median(base_samples)), float(np.median(head_samples))
-        change = (h - b) / b
-        p = float(mannwhitneyu(head_samples, base_samples, alternative="greater").pvalue)
+        # Bonferroni across the job's alerts: a handful at most.
+        measured = remeasure(head_samples, base_samples, ALPHA / len(alerts))
+        b, h, change, p = (measured.base_median, measured.head_median, measured.change,
+                           measured.p_value)  # fmt: skip
         alert.confirmed_change = change
         alert.attribution = {
             **alert.attribution,
@@ -335,8 +335,7 @@ def confirm(
                 "head_n": int(head_samples.size),
             },
         }
-        # Bonferroni across the job's alerts: a handful at most.
-        if p <= CONFIRM_ALPHA / len(alerts) and change > class_floor(b):
+        if measured.slower:
             transition(
                 session, alert, "open", actor, f"confirmed interleaved: {change:+.1%} (p = {p:.2g})"
             )

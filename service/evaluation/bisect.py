@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from scipy.stats import mannwhitneyu
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.verdicts import class_floor
-from service.evaluation.paired import CONFIRM_ALPHA, commit_sha, series_samples
+from service.analysis.confirmation import ALPHA, remeasure
+from service.evaluation.paired import commit_sha, series_samples
 from service.models import Alert, AlertEvent, Commit, Job, Run, Runner, Series
 from service.schemas.document import RunDocument
 from service.store import jobs as queue
@@ -112,10 +110,8 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
             else:
                 _finish(session, alert, actor)
             continue
-        b, h = float(np.median(base_samples)), float(np.median(head_samples))
-        change = (h - b) / b
-        p = float(mannwhitneyu(head_samples, base_samples, alternative="greater").pvalue)
-        bad = p <= CONFIRM_ALPHA and change > class_floor(b)
+        measured = remeasure(head_samples, base_samples, ALPHA)
+        change, p, bad = measured.change, measured.p_value, measured.slower
         state["tested"] = {**state["tested"], sha: {"change": change, "p_value": p, "bad": bad}}
         i = candidates.index(sha)
         # Every tested commit gets its row: the alert names and links it, good or bad.

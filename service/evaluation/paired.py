@@ -1,5 +1,5 @@
-"""What a confirmation and a bisection share: the paired document's samples of a series, a
-commit's sha, and the significance a re-measured regression must reach."""
+"""What a confirmation and a bisection share: the paired document's samples of a series and a
+commit's sha (the rule a re-measured regression must pass: service.analysis.confirmation)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from sqlalchemy.orm import Session
 
 from service.core.units import to_microseconds_factor
 from service.models import Commit, Series
-
-CONFIRM_ALPHA = 0.01
 
 
 def commit_sha(session: Session, commit_id: int | None) -> str:

@@ -9,8 +9,9 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.backlog import analyse_run
-from service.runs.imports import ImportedFile, ImportFileError, gbench, nvbench
+from service.runs.imports import ImportedFile, ImportFileError
 from service.runs.imports.document import run_id, to_document
+from service.runs.imports.formats import FORMATS
 from service.schemas.document import RunDocument
 from service.schemas.imports import ImportCreate
 from service.store.ingest import IngestOutcome, already_stored, ingest
@@ -18,9 +19,7 @@ from service.store.ingest import IngestOutcome, already_stored, ingest
 
 def read(target: ImportCreate, data: bytes, samples: Mapping[str, bytes] | None) -> ImportedFile:
     """The file's series; ImportFileError where it is not what `target.format` says."""
-    if target.format == "gbench":
-        return gbench.parse(data)
-    return nvbench.parse(data, samples)
+    return FORMATS[target.format].read(data, samples)
 
 
 def document(

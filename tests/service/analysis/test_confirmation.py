@@ -1,0 +1,28 @@
+"""The rule a re-measured regression must pass, on plain arrays: slower by a one-sided rank test
+at the alpha it is judged at, and by more than its duration class's floor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from service.analysis.confirmation import ALPHA, remeasure
+
+
+def test_slower_needs_significance_and_more_than_the_class_floor() -> None:
+    rng = np.random.default_rng(7)
+    base = 100.0 * (1 + 0.002 * rng.standard_normal(30))
+    slower = remeasure(base * 1.03, base)  # 3%: beyond the 1% floor of a 100 us kernel
+    assert slower.slower and slower.change > 0.029 and slower.p_value < ALPHA
+    within = remeasure(base * 1.005, base)  # significant, but within the floor
+    assert within.p_value < ALPHA and not within.slower
+    faster = remeasure(base * 0.97, base)
+    assert not faster.slower and faster.p_value > 0.5  # one-sided: a faster head is no regression
+
+
+def test_the_alpha_is_the_callers_corrected_one() -> None:
+    """Four alerts confirmed by one job: each at a quarter of the alpha. A 10 us kernel's eight
+    samples 1% apart, 4% slower at the head: p = 0.0043, significant alone, not as one of four."""
+    base = np.array([10.0 * (1 + 0.01 * i) for i in range(8)])
+    measured = remeasure(base * 1.04, base)
+    assert ALPHA / 4 < measured.p_value <= ALPHA, measured.p_value
+    assert measured.slower and not remeasure(base * 1.04, base, ALPHA / 4).slower
