@@ -9,13 +9,13 @@ from pathlib import Path
 
 from service.cli_admin import CliError, validated
 from service.core.db import engine_for, session_factory
+from service.core.errors import DomainError
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.runs import importing
 from service.runs.imports import ImportFileError
 from service.runs.imports.formats import FORMATS
 from service.schemas.imports import ImportCreate
-from service.store.ingest import DocumentConflict, InvalidDocument
 
 MAX_FILE_BYTES = 256 << 20
 
@@ -67,8 +67,8 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
         if settings.is_sqlite:
             upgrade(engine)  # the embedded database migrates itself, as the service does
         outcome = importing.store(session_factory(engine), doc, raw)
-    except (DocumentConflict, InvalidDocument) as exc:
-        raise CliError(f"{path}: {exc}") from None
+    except DomainError as exc:
+        raise CliError(f"{path}: {exc.detail}") from None
     finally:
         engine.dispose()
     if outcome.stored:

@@ -15,7 +15,14 @@ from sqlalchemy.exc import TimeoutError as SqlTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from service.core.errors import ApiError, Conflict, DomainError, InvalidReference, NotFound
+from service.core.errors import (
+    ApiError,
+    Conflict,
+    DomainError,
+    InvalidReference,
+    NotFound,
+    Unprocessable,
+)
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5
@@ -63,7 +70,9 @@ class RefuseNulInUrl:
 
 
 # The HTTP answer to each kind of the domain's errors (service/core/errors.py).
-DOMAIN_STATUS: dict[type[DomainError], int] = {NotFound: 404, Conflict: 409, InvalidReference: 400}
+DOMAIN_STATUS: dict[type[DomainError], int] = {
+    NotFound: 404, Conflict: 409, InvalidReference: 400, Unprocessable: 422,
+}  # fmt: skip
 
 
 def as_api_error(exc: DomainError) -> ApiError:

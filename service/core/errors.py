@@ -27,6 +27,12 @@ class DomainError(Exception):
         self.detail = detail
         self.extra = extra
 
+    def within(self, context: str) -> DomainError:
+        """The same error, its detail led by what was being done ("invalid document")."""
+        again = type(self)(f"{context}: {self.detail}", **self.extra)
+        again.__cause__ = self
+        return again
+
 
 class NotFound(DomainError):
     """What the request names does not exist, or has no results yet."""
@@ -34,6 +40,20 @@ class NotFound(DomainError):
 
 class Conflict(DomainError):
     """The request contradicts the state it would change: a lease gone, a job already done."""
+
+
+class Unprocessable(DomainError):
+    """Well-formed input that still cannot be stored as it is: the detail names the field and
+    what is wrong with it."""
+
+
+class DocumentConflict(Conflict):
+    """A result document's run id is stored already, with other contents."""
+
+
+class InvalidDocument(Unprocessable):
+    """A result document of the right shape that cannot be stored as it is (a line of commits
+    that disagrees with the one stored, a timing that cannot be converted)."""
 
 
 class InvalidReference(DomainError):

@@ -43,7 +43,7 @@ async def receive(
 ) -> Arrival:
     """Validate, store and (where the settings say so) judge one posted document; a runner's
     (`runner_id`) only under its job's lease. Raises pydantic's ValidationError, and the
-    store's DocumentConflict and InvalidDocument."""
+    domain's errors (service.core.errors: DocumentConflict, InvalidDocument, ...)."""
     doc = RunDocument.model_validate(raw)
     if runner_id is None:
         outcome = await run_in_threadpool(partial(ingest, factory, doc, raw, digest=digest))

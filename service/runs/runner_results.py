@@ -13,14 +13,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.core.errors import Conflict
+from service.core.errors import Conflict, InvalidDocument
 from service.evaluation import bisect
 from service.evaluation.alerts import confirm
 from service.models import Job, Runner
 from service.schemas.document import RunDocument, RunnerIn
 from service.store.ingest import IngestOutcome, ingest
 from service.store.jobs import current_attempt, finish
-from service.store.workload_rows import InvalidDocument, summarize_timings
+from service.store.workload_rows import summarize_timings
 
 
 def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:

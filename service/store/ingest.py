@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
+from service.core.errors import DocumentConflict
 from service.models import (
     BuildResource,
     Commit,
@@ -26,7 +27,6 @@ from service.schemas.document import RunDocument
 from service.store.lines import check_line, parent_columns
 from service.store.upsert import find_or_insert
 from service.store.workload_rows import (
-    InvalidDocument,
     SummaryMismatch,
     drawn_ids,
     many,
@@ -34,11 +34,7 @@ from service.store.workload_rows import (
     summarize_timings,
 )
 
-__all__ = ["DocumentConflict", "IngestOutcome", "InvalidDocument", "SummaryMismatch", "ingest"]
-
-
-class DocumentConflict(Exception):
-    """The run id is stored already, with different contents."""
+__all__ = ["IngestOutcome", "SummaryMismatch", "ingest"]
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
 
+from service.core.errors import InvalidDocument
 from service.core.sql import among
 from service.models import Commit
 from service.schemas.document import CommitIn
-from service.store.workload_rows import InvalidDocument
 
 NEAR = 64  # ancestors looked up first: the nearest stored one is almost always among them
 

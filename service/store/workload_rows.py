@@ -16,6 +16,7 @@ import numpy as np
 from sqlalchemy import Row, func, select, text
 from sqlalchemy.orm import Session
 
+from service.core.errors import InvalidDocument
 from service.core.sql import dialect_insert
 from service.core.units import to_microseconds_factor
 from service.models import (
@@ -29,11 +30,6 @@ from service.models import (
 from service.models.base import utcnow
 from service.schemas.document import RunDocument, TimingIn, WorkloadIn, params_key
 from service.store.samples import Summary, pack_samples, summarize
-
-
-class InvalidDocument(ValueError):
-    """Valid JSON of the right shape that still cannot be stored as it is (422): the message
-    names the field and what is wrong with it."""
 
 
 class SummaryMismatch(InvalidDocument):

@@ -133,6 +133,7 @@ def base() -> dict[str, Any]:
     doc["runner"]["labels"] = {"gpu": "h100"}
     for w in doc["workloads"]:
         w.setdefault("params", {}).setdefault("m", 1)
+        w.setdefault("choices", {"gemm_kernel": "num_warps: 4"})
         if w.get("ncu"):
             for k in w["ncu"]["kernels"]:
                 k.setdefault("findings", []).append({"rule": "SOL", "description": "x"})

@@ -13,12 +13,11 @@ from starlette.concurrency import run_in_threadpool
 from service.api.body import read_body
 from service.api.deps import AdminDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
-from service.core.errors import ApiError
+from service.core.errors import InvalidDocument, Unprocessable
 from service.runs import importing
 from service.runs.imports import ImportFileError
 from service.schemas.imports import ImportCreate, ImportFormat
 from service.schemas.runs import RunStored
-from service.store.ingest import DocumentConflict, InvalidDocument
 
 router = APIRouter(prefix="/api/v1/imports", tags=["imports"])
 
@@ -52,11 +51,9 @@ async def import_results(
             importing.import_file, factory, target, body, None, settings.analyse_in_request
         )
     except ImportFileError as exc:
-        raise ApiError(422, f"cannot import this {format} file: {exc}") from exc
-    except DocumentConflict as exc:
-        raise ApiError(409, str(exc)) from exc
+        raise Unprocessable(f"cannot import this {format} file: {exc}") from exc
     except InvalidDocument as exc:
-        raise ApiError(422, f"cannot import this {format} file: {exc}") from exc
+        raise exc.within(f"cannot import this {format} file") from None
     if outcome.stored:
         request.app.state.analysis.run_stored()
     detail = (

@@ -13,12 +13,11 @@ from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core import telemetry
-from service.core.errors import ApiError
+from service.core.errors import ApiError, InvalidDocument
 from service.integrations import github, github_comments
 from service.models import Commit, Repository, Result, Run
 from service.runs.arrival import receive
 from service.schemas.runs import RunPublic, RunStored
-from service.store.ingest import DocumentConflict, InvalidDocument
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -57,10 +56,8 @@ async def post_run(
         arrival = await receive(factory, settings, raw, digest, runner_id)
     except ValidationError as exc:
         return validation_response(list(exc.errors()), "document")
-    except DocumentConflict as exc:
-        raise ApiError(409, str(exc)) from exc
     except InvalidDocument as exc:
-        raise ApiError(422, f"invalid document: {exc}") from exc
+        raise exc.within("invalid document") from None
     outcome = arrival.outcome
     body = RunStored(
         run_id=outcome.run_id,
