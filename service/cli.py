@@ -19,8 +19,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from uvicorn.supervisors import Multiprocess
 
     from service.api.app import create_app
-    from service.core.connections import IDLE_ENV, PROTOCOL
     from service.core.telemetry import MULTIPROC_ENV
+    from service.web.connections import IDLE_ENV, PROTOCOL
 
     # The protocol reads it in every worker process: Settings validated it here.
     os.environ[IDLE_ENV] = str(settings.idle_timeout_seconds)

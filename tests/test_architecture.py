@@ -31,9 +31,10 @@ ALLOWED = {
         "dashboards", "service.analysis", "service.core", "service.evaluation", "service.models",
         "service.schemas", "service.store",
     },
+    "service.web": {"service.core"},
     "service.pages": {
         "dashboards", "service.analysis", "service.core", "service.evaluation", "service.models",
-        "service.schemas", "service.store",
+        "service.schemas", "service.store", "service.web",
     },
     # The runner: the agent above one commit's run, above what it measures and profiles, above the
     # host and the suite; the worker process uses the measuring and profiling parts it runs.
@@ -176,6 +177,44 @@ def test_the_numerics_hold_no_sql() -> None:
             if isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             assert not [n for n in names if n.split(".")[0] == "sqlalchemy"], path.name
+
+
+# The web framework stays in the layers that answer HTTP: the API, the pages and what they share.
+WEB_LAYERS = ("service.api", "service.pages", "service.web")
+WEB_FRAMEWORKS = ("fastapi", "starlette", "fastapi_offline", "uvicorn")
+
+
+def third_party_imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def web_outside_its_layers(found: dict[str, Path]) -> dict[str, list[str]]:
+    return {
+        name: sorted(third_party_imports(path) & set(WEB_FRAMEWORKS))
+        for name, path in found.items()
+        if name.startswith("service.")
+        and not name.startswith(WEB_LAYERS)
+        and name not in ("service.cli",)  # `kernelwatch serve` starts uvicorn
+        and third_party_imports(path) & set(WEB_FRAMEWORKS)
+    }
+
+
+def test_the_web_framework_stays_in_the_layers_that_answer_http() -> None:
+    assert web_outside_its_layers(modules()) == {}
+
+
+def test_the_web_layer_test_sees_fastapi_in_the_store(tmp_path: Path) -> None:
+    wrong = tmp_path / "store.py"
+    wrong.write_text("from fastapi import Depends\n")
+    assert web_outside_its_layers({**modules(), "service.store.wrong": wrong}) == {
+        "service.store.wrong": ["fastapi"]
+    }
 
 
 def test_the_contract_test_sees_a_wrong_import() -> None:

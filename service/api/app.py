@@ -17,6 +17,7 @@ from fastapi_offline import FastAPIOffline
 from service.api.access import ReadAccess
 from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import RefuseNulInUrl, install_error_handlers
+from service.api.http_metrics import HttpMetrics
 from service.api.routes import (
     alerts,
     commits,
@@ -34,7 +35,6 @@ from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
-from service.core.telemetry import HttpMetrics
 from service.integrations import notify
 from service.pages import alerts as alerts_page
 from service.pages import commit as commit_page

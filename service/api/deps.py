@@ -11,16 +11,17 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-# The plain ones live beside settings (service.pages uses them too); the routes take them here.
-from service.core.deps import MAX_ID as MAX_ID
-from service.core.deps import RowId as RowId
-from service.core.deps import SessionDep as SessionDep
-from service.core.deps import SessionFactoryDep as SessionFactoryDep
-from service.core.deps import SettingsDep as SettingsDep
 from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.core.tokens import same_secret, token_hash
 from service.models import Runner
+
+# The plain ones live beside settings (service.pages uses them too); the routes take them here.
+from service.web.deps import MAX_ID as MAX_ID
+from service.web.deps import RowId as RowId
+from service.web.deps import SessionDep as SessionDep
+from service.web.deps import SessionFactoryDep as SessionFactoryDep
+from service.web.deps import SettingsDep as SettingsDep
 
 _bearer = HTTPBearer(auto_error=False, description="admin token or runner token")
 CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]

@@ -2,18 +2,17 @@
 
 Events are counted where they happen: runs ingested and the ingest's seconds (the runs route),
 jobs claimed, attempts failed and leases expired (the queue), HTTP requests by route template,
-method and status (`HttpMetrics`). What the database holds (queue depth, the analysis backlog,
-open alerts, runners' last heartbeats) is read at scrape time instead (service.store.telemetry),
-so every process and replica tells the same. Served with several worker processes
-(`kernelwatch serve --workers N`), the counters go through prometheus-client's multiprocess mode
-($PROMETHEUS_MULTIPROC_DIR, which the server sets before its workers start) and a scrape of any
-worker sums all of them.
+method and status (service.api.http_metrics). What the database holds (queue depth, the
+analysis backlog, open alerts, runners' last heartbeats) is read at scrape time instead
+(service.store.telemetry), so every process and replica tells the same. Served with several
+worker processes (`kernelwatch serve --workers N`), the counters go through prometheus-client's
+multiprocess mode ($PROMETHEUS_MULTIPROC_DIR, which the server sets before its workers start)
+and a scrape of any worker sums all of them.
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -25,7 +24,6 @@ from prometheus_client import (
     generate_latest,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 disable_created_metrics()  # no *_created series: a restart shows in process_start_time_seconds
@@ -75,33 +73,3 @@ def exposition(extra: CollectorRegistry | None = None) -> bytes:
     else:
         text = generate_latest(REGISTRY)
     return text + (generate_latest(extra) if extra is not None else b"")
-
-
-class HttpMetrics:
-    """ASGI middleware: counts each answered request under its route's template (e.g.
-    /api/v1/jobs/{job_id}/fail), never the raw path, so the series stay few."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500  # what the server answers when the app raises before any response
-
-        async def remember(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, remember)
-        finally:
-            route = getattr(scope.get("route"), "path", None)
-            if route is None:
-                route = "/static" if scope["path"].startswith("/static/") else "unmatched"
-            HTTP_REQUESTS.labels(route, scope["method"], str(status)).inc()
-            HTTP_SECONDS.labels(route).observe(time.perf_counter() - started)

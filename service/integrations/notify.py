@@ -21,8 +21,8 @@ from datetime import UTC
 from typing import Any
 
 import httpx
+from anyio.to_thread import run_sync
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
 from service.core.settings import Settings, WebhookTarget
 from service.models import Notification
@@ -128,7 +128,7 @@ async def deliver_forever(factory: sessionmaker[Session], settings: Settings) ->
     with httpx.Client(follow_redirects=False) as client:
         while True:
             try:
-                await run_in_threadpool(deliver_once, factory, settings, client)
+                await run_sync(deliver_once, factory, settings, client)
             except Exception:
                 log.exception("notification delivery failed; retrying")
             await asyncio.sleep(settings.notify_poll_seconds)

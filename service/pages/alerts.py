@@ -8,12 +8,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from service.core.deps import SessionDep
 from service.pages.render import html_page, json_twin
 from service.store import pages as store
 from service.store.alerts import alerts_public
 from service.store.pages import ACTIVE_ALERT_STATES
 from service.store.queries import repository_named
+from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 # The alert states (the API's) and "all": anything else is a 422, on a page as on its twin.

@@ -13,13 +13,13 @@ from dashboards.devices import DevicePeak, achieved, device_peak
 from dashboards.figures import breakdown_figure, change_figure
 from dashboards.format import fmt_value, params_label, series_label
 from dashboards.model import ChangeBar, ShareRow
-from service.core.deps import SessionDep
 from service.evaluation.commit_metrics import commit_metrics, latest_runs
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import MetricPublic, WorkloadPublic
 from service.store import pages as store
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
+from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 MAX_BARS = 40

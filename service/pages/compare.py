@@ -13,11 +13,11 @@ from dashboards.figures import change_figure
 from dashboards.format import fmt_value, series_label, short_sha
 from dashboards.model import ChangeBar
 from service.analysis.verdicts import Q
-from service.core.deps import SessionDep
 from service.evaluation.compare import compare_commits
 from service.pages.render import html_page, json_twin
 from service.store import pages as store
 from service.store.queries import repository_named
+from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 MAX_BARS = 40

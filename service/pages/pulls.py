@@ -13,10 +13,10 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.core.deps import SessionDep
 from service.models import Commit, PullRequest, Repository, Run, Verdict
 from service.models.pull_request import pull_branch
 from service.pages.render import json_twin, render
+from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 PullState = Literal["open", "closed", "merged", "all"]

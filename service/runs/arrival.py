@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from anyio.to_thread import run_sync
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
 from service.core import failpoints
 from service.core.settings import Settings
@@ -46,18 +46,16 @@ async def receive(
     domain's errors (service.core.errors: DocumentConflict, InvalidDocument, ...)."""
     doc = RunDocument.model_validate(raw)
     if runner_id is None:
-        outcome = await run_in_threadpool(partial(ingest, factory, doc, raw, digest=digest))
+        outcome = await run_sync(partial(ingest, factory, doc, raw, digest=digest))
     else:
-        outcome = await run_in_threadpool(
-            store_runner_document, factory, doc, raw, runner_id, digest
-        )
+        outcome = await run_sync(store_runner_document, factory, doc, raw, runner_id, digest)
     if not outcome.stored or outcome.pk is None:
         return Arrival(outcome, judged=[])
     await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if doc.pull_request is not None:  # a branch's own run sets nothing else going
-        await run_in_threadpool(after_store, factory, outcome.pk, settings.max_attempts)
+        await run_sync(after_store, factory, outcome.pk, settings.max_attempts)
     judged: list[str] = []
     if settings.analyse_in_request:
         # Empty: the background worker claimed the run first, and it reports it itself.
-        judged = await run_in_threadpool(analyse_run, factory, outcome.pk)
+        judged = await run_sync(analyse_run, factory, outcome.pk)
     return Arrival(outcome, judged)

@@ -1,5 +1,5 @@
 """Connections that send nothing, or stop halfway through a request, are closed once idle
-(service.core.connections): 1,100 of them leave a service with a 1,024-descriptor limit
+(service.web.connections): 1,100 of them leave a service with a 1,024-descriptor limit
 answering /healthz."""
 
 from __future__ import annotations

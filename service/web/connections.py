@@ -16,7 +16,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 IDLE_ENV = "KERNELWATCH_IDLE_TIMEOUT_SECONDS"  # Settings.idle_timeout_seconds
 IDLE_SECONDS = 30.0
-PROTOCOL = "service.core.connections:IdleClosingProtocol"  # uvicorn's `http=`, for every worker
+PROTOCOL = "service.web.connections:IdleClosingProtocol"  # uvicorn's `http=`, for every worker
 
 
 def idle_seconds() -> float:
