@@ -8,7 +8,7 @@ samples drawn from a noise model of each duration class, the way the runner prod
 (6 processes, as the runner times a launch of up to 2 ms: twice the suite's 3; a process-level
 offset, sample scatter, 8 baseline runs). The test's unit is the process (its median), so the
 number of processes, not of samples, is what gives it its power. The model's figures are
-the process-to-process spreads measured on an H100 (DESIGN.md: 0.07-0.1% for kernels of 80 us
+the process-to-process spreads measured on an H100 (0.07-0.1% for kernels of 80 us
 and more with the L2 flushed, 2-4% for 8 us kernels). The H100 version of this harness runs
 injected slowdowns (kernels made to do more work) through the real runner instead.
 

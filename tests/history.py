@@ -14,7 +14,8 @@ from tests.documents import document, sha_for
 
 @dataclass(frozen=True)
 class Noise:
-    """Relative spreads of one duration class, as measured on an H100 (DESIGN.md)."""
+    """Relative spreads of one duration class, as measured on an H100
+    (benchmarks/signal_quality.py)."""
 
     process: float  # sd of a process's median around its run's
     sample: float  # sd (lognormal) of a sample around its process's median

@@ -1,4 +1,5 @@
-"""DESIGN.md's package boundaries: runner and kernels must run on a bare GPU host."""
+"""The package boundaries of docs/architecture.md: runner and kernels must run on a bare GPU
+host."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ def test_a_document_passes_each_module_once(settings: Settings, monkeypatch: Any
         graph[caller].add(callee)
         graph.setdefault(callee, set())
     assert circles(dict(graph)) == [], "a module calls back into one that called it"
-    # The order of DESIGN.md's layout: the route hands the document to service/runs/, which
+    # The order of docs/architecture.md's path: the route hands the document to service/runs/, which
     # stores it (service/store/) and has it judged (service/evaluation/), which computes with
     # service/analysis/; nothing below calls up.
     assert ("service.api.routes.runs", "service.runs.arrival") in edges

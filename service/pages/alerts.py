@@ -9,9 +9,9 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from service.pages.render import html_page, json_twin
-from service.store import pages as store
+from service.store import dashboard_reads as store
 from service.store.alerts import alerts_public
-from service.store.pages import ACTIVE_ALERT_STATES
+from service.store.dashboard_reads import ACTIVE_ALERT_STATES
 from service.store.queries import repository_named
 from service.web.deps import SessionDep
 

@@ -16,7 +16,7 @@ from dashboards.model import ChangeBar, ShareRow
 from service.evaluation.commit_metrics import commit_metrics, latest_runs
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import MetricPublic, WorkloadPublic
-from service.store import pages as store
+from service.store import dashboard_reads as store
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
 from service.web.deps import SessionDep

@@ -15,7 +15,7 @@ from dashboards.model import ChangeBar
 from service.analysis.verdicts import Q
 from service.evaluation.compare import compare_commits
 from service.pages.render import html_page, json_twin
-from service.store import pages as store
+from service.store import dashboard_reads as store
 from service.store.queries import repository_named
 from service.web.deps import SessionDep
 

@@ -22,7 +22,7 @@ from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
 from service.core.errors import ApiError
 from service.pages.render import html_page, json_twin
-from service.store import pages as store
+from service.store import dashboard_reads as store
 from service.store.queries import repository_named
 from service.store.series import histories_data
 from service.web.deps import MAX_ID, SessionDep

@@ -1,7 +1,8 @@
 """The result document (runner → service), validated field by field before anything is stored.
 
 The runner writes plain JSON (it has no pydantic); this module is the service's reading of the
-contract in DESIGN.md. Every float must be finite: the base config refuses NaN and infinities.
+contract (docs/result-document.example.json). Every float must be finite: the base config
+refuses NaN and infinities.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from runner.measure import phase as measure
 ROOT = Path(__file__).resolve().parents[2]
 
 # Per class: fixed part (us), us per million elements, process-to-process and sample-to-sample
-# relative spread; about what an H100 shows for these sizes (DESIGN.md's measuring section).
+# relative spread; about what an H100 shows for these sizes (the README's timing section).
 MODEL = {
     "long": (2.0, 2.6, 0.001, 0.003),
     "mid": (2.5, 2.8, 0.004, 0.01),

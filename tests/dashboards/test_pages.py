@@ -51,7 +51,7 @@ def test_branch_lists_read_only_the_newest_runs(
     """The overview's branches and the trends page's branch choices come from the newest
     BRANCH_WINDOW runs, so that they cost the same however long the history: a branch whose
     runs all fell out of the window is no longer listed (its URL still works)."""
-    from service.store import pages
+    from service.store import dashboard_reads as pages
 
     monkeypatch.setattr(pages, "BRANCH_WINDOW", 4)
     for i, branch in enumerate(["old", "old", "main", "main", "main", "dev"]):

@@ -1,5 +1,6 @@
-"""Turning a verified GitHub push (or pull_request: service.store.pull_requests) into queued
-jobs, once per delivery."""
+"""Incoming GitHub deliveries (a verified push, or pull_request: service.store.pull_requests)
+turned into queued jobs, once per delivery. (Outgoing notifications are
+service.integrations.notify's.)"""
 
 from __future__ import annotations
 
