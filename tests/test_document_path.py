@@ -10,8 +10,11 @@ from __future__ import annotations
 import sys
 import threading
 from collections import defaultdict
+from pathlib import Path
 from types import FrameType
 from typing import Any
+
+import pytest
 
 from service.core.settings import Settings
 from tests.conftest import ADMIN_TOKEN
@@ -20,15 +23,17 @@ from tests.live_server import LiveServer
 from tests.test_architecture import circles
 
 ROUTE = "service.api.routes.runs"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class CallTrace:
     """(caller module, callee module) for every call between two modules of the service while
     `recording`, in every thread started after `start` (the server's and its thread pool's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, route: str = ROUTE) -> None:
         self.edges: dict[tuple[str, str], int] = {}
         self.recording = False
+        self.route = route
 
     def _profile(self, frame: FrameType, event: str, arg: Any) -> None:
         if event != "call" or not self.recording:
@@ -36,13 +41,13 @@ class CallTrace:
         callee = frame.f_globals.get("__name__", "")
         if not callee.startswith("service."):
             return
-        caller, under_route = None, callee == ROUTE
+        caller, under_route = None, callee == self.route
         up = frame.f_back
         while up is not None:  # the nearest module of ours above, and the route somewhere above
             name = up.f_globals.get("__name__", "")
             if caller is None and name.startswith("service."):
                 caller = name
-            under_route = under_route or name == ROUTE
+            under_route = under_route or name == self.route
             up = up.f_back
         # Only what the route does with the document: not the middleware's plumbing around it.
         if under_route and caller is not None and caller != callee:
@@ -58,17 +63,43 @@ class CallTrace:
 
 
 async def _inline(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """run_in_threadpool without the thread, so that the stack shows who called what."""
+    """The hop to a worker thread without the thread, so that the stack shows who called what."""
     return fn(*args, **kwargs)
 
 
-def trace_one_document(settings: Settings, monkeypatch: Any) -> dict[tuple[str, str], int]:
-    """The calls between modules while a regressed document is posted after a short history:
-    stored, judged (a regression), an alert suspected and its confirmation queued."""
+def _leased(settings: Settings, live: LiveServer, sha: str) -> tuple[str, dict[str, Any]]:
+    """A runner's token and its claim of a run job for `sha` (as a push would queue it)."""
+    from sqlalchemy import create_engine, select
+    from sqlalchemy.orm import Session
+
+    from service.models import Repository
+    from service.store.jobs import enqueue
+    from tests.service.test_history import new_runner
+
+    engine = create_engine(settings.database_url)
+    with Session(engine) as session, session.begin():
+        repository = session.scalar(select(Repository).where(Repository.name == "acme/kernels"))
+        assert repository is not None
+        enqueue(session, repository_id=repository.id, sha=sha, branch="main", label_sets=[{}],
+                max_attempts=3)  # fmt: skip
+    token = new_runner(engine, "trace-runner")
+    engine.dispose()
+    with live.client(token) as runner:
+        answer = runner.post("/api/v1/jobs/claim")
+        assert answer.status_code == 200, answer.text
+    return token, answer.json()
+
+
+def trace_one_document(
+    settings: Settings, monkeypatch: Any, as_runner: bool = False
+) -> dict[tuple[str, str], int]:
+    """The calls between modules while a regressed document is posted after a short history
+    (by an admin, or by a runner under its job's lease): stored, judged (a regression), an
+    alert suspected and its confirmation queued."""
     from service.api.app import create_app
     from service.runs import arrival
 
-    monkeypatch.setattr(arrival, "run_in_threadpool", _inline)
+    monkeypatch.setattr(arrival, "run_sync", _inline)
     tracer = CallTrace()
     tracer.start()
     try:
@@ -79,12 +110,22 @@ def trace_one_document(settings: Settings, monkeypatch: Any) -> dict[tuple[str, 
             labels = post_history(client, 6, {"gemm_bias_act_f32": 100.0})
             head = document(commit="head", parents=labels[-1:], ancestors=labels[::-1],
                             minutes=9, medians={"gemm_bias_act_f32": 125.0}, seed=9)  # fmt: skip
+            poster = client
+            if as_runner:
+                token, claim = _leased(settings, live, head["commit"]["sha"])
+                head["job_id"], head["lease_token"] = claim["job"]["id"], claim["attempt_token"]
+                head["runner"] = None  # the token says which runner this is
+                poster = live.client(token)
             tracer.recording = True
-            answer = client.post("/api/v1/runs", json=head)
+            answer = poster.post("/api/v1/runs", json=head)
             tracer.recording = False
             assert answer.status_code == 201, answer.text
             (alert,) = client.get("/api/v1/alerts").json()
             assert alert["state"] == "suspected"
+            if as_runner:
+                job = client.get(f"/api/v1/jobs/{claim['job']['id']}").json()
+                assert job["state"] == "succeeded", job
+                poster.close()
     finally:
         tracer.stop()
     return tracer.edges
@@ -109,8 +150,11 @@ def tree(edges: dict[tuple[str, str], int], root: str = ROUTE) -> list[str]:
     return lines
 
 
-def test_a_document_passes_each_module_once(settings: Settings, monkeypatch: Any) -> None:
-    edges = trace_one_document(settings, monkeypatch)
+@pytest.mark.parametrize("as_runner", [False, True], ids=["admin", "runner under its lease"])
+def test_a_document_passes_each_module_once(
+    settings: Settings, monkeypatch: Any, as_runner: bool
+) -> None:
+    edges = trace_one_document(settings, monkeypatch, as_runner)
     print("\n" + "\n".join(tree(edges)))
     graph: dict[str, set[str]] = defaultdict(set)
     for caller, callee in edges:
@@ -121,7 +165,12 @@ def test_a_document_passes_each_module_once(settings: Settings, monkeypatch: Any
     # stores it (service/store/) and has it judged (service/evaluation/), which computes with
     # service/analysis/; nothing below calls up.
     assert ("service.api.routes.runs", "service.runs.arrival") in edges
-    assert ("service.runs.arrival", "service.store.ingest") in edges
+    if as_runner:  # runs/ holds the transaction: the lease, the store's plain writes, the job
+        assert ("service.runs.arrival", "service.runs.runner_results") in edges
+        assert ("service.runs.runner_results", "service.store.ingest") in edges
+        assert ("service.runs.runner_results", "service.store.jobs") in edges
+    else:
+        assert ("service.runs.arrival", "service.store.ingest") in edges
     assert ("service.runs.arrival", "service.evaluation.backlog") in edges
     assert ("service.evaluation.backlog", "service.evaluation.evaluate") in edges
     assert ("service.evaluation.backlog", "service.evaluation.alerts") in edges
@@ -131,6 +180,49 @@ def test_a_document_passes_each_module_once(settings: Settings, monkeypatch: Any
         a, b = caller.split(".")[1], callee.split(".")[1]
         if a in rank and b in rank:
             assert rank[a] <= rank[b], f"{caller} calls up into {callee}"
+
+
+IMPORTS = "service.api.routes.imports"
+GBENCH = ROOT / "tests" / "service" / "runs" / "fixtures" / "gbench"
+
+
+def test_an_imported_file_passes_each_module_once(settings: Settings, monkeypatch: Any) -> None:
+    """Another tool's file arrives: read by service/runs/ (the format's reader), stored and
+    judged as a runner's document is; nothing below calls up."""
+    from service.api.app import create_app
+    from service.api.routes import imports
+
+    monkeypatch.setattr(imports, "run_in_threadpool", _inline)
+    tracer = CallTrace(IMPORTS)
+    tracer.start()
+    try:
+        with (
+            LiveServer(create_app(settings, migrate=False)) as live,
+            live.client(ADMIN_TOKEN) as client,
+        ):
+            for i, name in enumerate(("saxpy_base.json", "saxpy_slower.json")):
+                tracer.recording = i == 1
+                answer = client.post(
+                    "/api/v1/imports/gbench",
+                    params={"repo": "acme/kernels", "commit": f"{i + 1:x}" * 40,
+                            "committed_at": f"2026-11-0{i + 1}T00:00:00Z"},
+                    content=(GBENCH / name).read_bytes(),
+                )  # fmt: skip
+                tracer.recording = False
+                assert answer.status_code == 201, answer.text
+    finally:
+        tracer.stop()
+    edges = tracer.edges
+    print("\n" + "\n".join(tree(edges, IMPORTS)))
+    graph: dict[str, set[str]] = defaultdict(set)
+    for caller, callee in edges:
+        graph[caller].add(callee)
+        graph.setdefault(callee, set())
+    assert circles(dict(graph)) == [], "a module calls back into one that called it"
+    assert (IMPORTS, "service.runs.importing") in edges
+    assert ("service.runs.importing", "service.runs.imports.formats") in edges
+    assert ("service.runs.importing", "service.store.ingest") in edges
+    assert ("service.runs.importing", "service.evaluation.backlog") in edges
 
 
 def test_the_trace_sees_a_call_back() -> None:

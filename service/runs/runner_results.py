@@ -7,18 +7,20 @@ run, so that re-measurements of old commits do not enter the series' histories.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.core.db import one_writer
 from service.core.errors import Conflict, InvalidDocument
 from service.evaluation import bisect
 from service.evaluation.alerts import confirm
 from service.models import Job, Runner
+from service.schemas.digest import document_digest
 from service.schemas.document import RunDocument, RunnerIn
-from service.store.ingest import IngestOutcome, ingest
+from service.store.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
 from service.store.jobs import current_attempt, finish
 from service.store.workload_rows import summarize_timings
 
@@ -39,15 +41,28 @@ def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job
     return job, runner
 
 
-def lease_check(doc: RunDocument, runner_id: int) -> Callable[[Session], Callable[[Session], None]]:
-    def within(session: Session) -> Callable[[Session], None]:
-        job, runner = _leased_job(session, doc, runner_id)
-        if doc.runner is None:
-            # The token says which runner this is; the document need not repeat it.
-            doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
-        return lambda s: finish(s, job, succeeded=True)
-
-    return within
+def _store_under_lease(
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, runner_id: int, digest: str
+) -> IngestOutcome:
+    """One transaction: a copy stored already answers as such; else the job's lease is checked,
+    the document stored and the job finished, all or nothing."""
+    try:
+        with one_writer(factory), factory() as session, session.begin():
+            existing = stored_copy(session, doc.run_id, digest, raw)
+            if existing is not None:
+                return existing
+            job, runner = _leased_job(session, doc, runner_id)
+            if doc.runner is None:
+                # The token says which runner this is; the document need not repeat it.
+                doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
+            outcome = store_new(session, doc, digest)
+            finish(session, job, succeeded=True)
+            return outcome
+    except IntegrityError:
+        existing = stored_meanwhile(factory, doc, raw, digest)
+        if existing is None:
+            raise
+        return existing
 
 
 def store_runner_document(
@@ -61,7 +76,7 @@ def store_runner_document(
         kind = session.scalar(select(Job.kind).where(Job.id == doc.job_id)) if doc.job_id else None
     if kind in ("confirm", "bisect"):
         return _apply_confirmation(factory, doc, runner_id, kind)
-    return ingest(factory, doc, raw, within=lease_check(doc, runner_id), digest=digest)
+    return _store_under_lease(factory, doc, raw, runner_id, digest or document_digest(raw))
 
 
 def _apply_confirmation(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,37 +46,38 @@ class IngestOutcome:
 
 
 def ingest(
-    factory: sessionmaker[Session],
-    doc: RunDocument,
-    raw: Any,
-    within: Callable[[Session], Callable[[Session], None]] | None = None,
-    digest: str | None = None,
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, digest: str | None = None
 ) -> IngestOutcome:
-    """Store `doc`; a second post of the same run id stores nothing and says so.
-
-    `within`, if given, runs first inside the storing transaction (to check a job's lease) and
-    returns what to run after the rows are written (to close the job): all or nothing.
-    """
+    """Store `doc` in a transaction of its own; a second post of the same run id stores nothing
+    and says so. (A runner's document is stored inside its job's transaction instead:
+    service.runs.runner_results, with `stored_copy`, `store_new` and `stored_meanwhile`.)"""
     digest = digest or document_digest(raw)
     try:
         # One transaction from the check for an earlier copy to the last row: every statement
         # of it is a round trip to the database, and they bound the ingest rate.
         with one_writer(factory), factory() as session, session.begin():
-            existing = _existing(session, doc.run_id, digest, raw)
-            if existing is not None:
-                return existing
-            after = within(session) if within else None
-            pk, count = _store(session, doc, digest)
-            if after:
-                after(session)
+            return stored_copy(session, doc.run_id, digest, raw) or store_new(session, doc, digest)
     except IntegrityError:
-        # Another request stored the same run id between our check and our insert.
-        with factory() as session:
-            existing = _existing(session, doc.run_id, digest, raw)
+        existing = stored_meanwhile(factory, doc, raw, digest)
         if existing is None:
             raise
         return existing
+
+
+def store_new(session: Session, doc: RunDocument, digest: str) -> IngestOutcome:
+    """Write a document no run of the same id holds, in the caller's transaction."""
+    pk, count = _store(session, doc, digest)
     return IngestOutcome(doc.run_id, stored=True, results=count, pk=pk)
+
+
+def stored_meanwhile(
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, digest: str
+) -> IngestOutcome | None:
+    """After an insert collided: the copy another request stored between our check and our
+    insert (the same contents: nothing stored; other contents: DocumentConflict); None where
+    there is none (the collision was another: the caller raises it again)."""
+    with factory() as session:
+        return stored_copy(session, doc.run_id, digest, raw)
 
 
 def already_stored(factory: sessionmaker[Session], run_uuid: str) -> IngestOutcome | None:
@@ -90,7 +90,9 @@ def already_stored(factory: sessionmaker[Session], run_uuid: str) -> IngestOutco
     return IngestOutcome(run_uuid, stored=False, results=count)
 
 
-def _existing(session: Session, run_uuid: str, digest: str, raw: Any) -> IngestOutcome | None:
+def stored_copy(session: Session, run_uuid: str, digest: str, raw: Any) -> IngestOutcome | None:
+    """The stored run of this id and these contents (nothing to store again); None where none
+    is stored; DocumentConflict where one is, with other contents."""
     run = session.execute(
         select(Run.id, Run.document_sha256).where(Run.run_uuid == run_uuid)
     ).one_or_none()
