@@ -5,17 +5,15 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from service.models import Commit, PullRequest, Repository, Run, Verdict
 from service.models.pull_request import pull_branch
 from service.pages.render import json_twin, render
+from service.store import pull_reads
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
@@ -26,56 +24,23 @@ def pulls_data(
     session: Session, repository: str | None, state: PullState, limit: int
 ) -> dict[str, Any]:
     """The PRs, newest activity first, each with its head's newest run and verdict counts."""
-    query = (
-        select(PullRequest, Repository.name)
-        .join(Repository, Repository.id == PullRequest.repository_id)
-        .order_by(PullRequest.updated_at.desc(), PullRequest.id.desc())
-        .limit(limit)
-    )
-    if repository:
-        query = query.where(Repository.name == repository)
-    if state != "all":
-        query = query.where(PullRequest.state == state)
-    rows = []
-    for pr, repo in session.execute(query).all():
-        run = session.execute(
-            select(Run)
-            .join(Commit, Commit.id == Run.commit_id)
-            .where(
-                Run.repository_id == pr.repository_id,
-                Run.branch == pull_branch(pr.number),
-                Commit.sha == pr.head_sha,
-            )
-            .order_by(Run.id.desc())
-            .limit(1)
-        ).scalar_one_or_none()
-        counts: Counter[str] = Counter()
-        if run is not None:
-            counts.update(
-                dict(
-                    session.execute(
-                        select(Verdict.verdict, func.count())
-                        .where(Verdict.run_id == run.id)
-                        .group_by(Verdict.verdict)
-                    ).all()
-                )
-            )
-        rows.append(
-            {
-                "repository": repo,
-                "number": pr.number,
-                "title": pr.title,
-                "state": pr.state,
-                "base_ref": pr.base_ref,
-                "head": pr.head_sha,
-                "merge_base": run.merge_base_sha if run else None,
-                "run_id": run.run_uuid if run else None,
-                "analysed": bool(run and run.analysed_at),
-                "verdict_counts": dict(counts),
-                "updated_at": pr.updated_at,
-                "branch": pull_branch(pr.number),
-            }
-        )
+    rows = [
+        {
+            "repository": row.repository,
+            "number": row.pull.number,
+            "title": row.pull.title,
+            "state": row.pull.state,
+            "base_ref": row.pull.base_ref,
+            "head": row.pull.head_sha,
+            "merge_base": row.merge_base,
+            "run_id": row.run_uuid,
+            "analysed": row.analysed,
+            "verdict_counts": row.verdict_counts,
+            "updated_at": row.pull.updated_at,
+            "branch": pull_branch(row.pull.number),
+        }
+        for row in pull_reads.pulls(session, repository, state, limit)
+    ]
     return {"repository": repository, "state": state, "pulls": rows}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import Session
 
 from service.core.settings import Settings
 from service.models import Alert, Job, PullRequest
@@ -247,3 +248,41 @@ def test_the_pull_requests_page_and_its_json_twin(
     assert f"/compare?base={sha_for('main-1')}&amp;head={sha_for('pr-head')}" in page
     assert admin.get("/pulls.json", params={"state": "merged"}).json()["pulls"] == []
     assert admin.get("/pulls.json", params={"state": "bogus"}).status_code == 422
+
+
+def test_the_pull_requests_read_costs_three_statements_however_many_prs(
+    service: tuple[Hook, httpx.Client], engine: Engine
+) -> None:
+    """Twelve PRs, one measured twice (its newest run counts): the page's read is three
+    statements (the PRs, their heads' runs, the verdicts), not two a PR."""
+    from sqlalchemy import event
+
+    from service.store import pull_reads
+
+    hook, admin = service
+    post_main(admin)
+    for number in range(1, 13):
+        hook.send(pr_event("opened", number=number, head=f"head-{number}", base="main-1"),
+                  event="pull_request")  # fmt: skip
+    docs = [
+        pr_document("head-7", "main-1", median, minutes=seed, seed=seed)
+        for seed, median in ((4, 100.0), (5, 112.0))
+    ]  # measured twice: the newest counts
+    for doc in docs:
+        assert admin.post("/api/v1/runs", json=doc).status_code == 201
+    statements: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    with Session(engine) as session:
+        event.listen(engine, "before_cursor_execute", count)
+        try:
+            rows = pull_reads.pulls(session, REPO, "open", 100)
+        finally:
+            event.remove(engine, "before_cursor_execute", count)
+    assert len(rows) == 12 and len(statements) == 3, statements
+    (seven,) = [r for r in rows if r.pull.number == 7]
+    assert seven.run_uuid == docs[-1]["run_id"]
+    assert seven.verdict_counts == {"regressed": 1}  # +12%: the first run's were unchanged
+    assert all(r.run_uuid is None for r in rows if r.pull.number != 7)
