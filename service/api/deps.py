@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
@@ -15,6 +14,7 @@ from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.core.tokens import same_secret, token_hash
 from service.models import Runner
+from service.store import queries
 
 # The plain ones live beside settings (service.pages uses them too); the routes take them here.
 from service.web.deps import MAX_ID as MAX_ID
@@ -53,7 +53,7 @@ def _runner_for(session: Session, token: str) -> Runner | None:
     # Looked up by the SHA-256 of a high-entropy token: the index lookup leaks nothing useful,
     # and the final comparison is constant-time anyway.
     digest = token_hash(token)
-    runner = session.scalars(select(Runner).where(Runner.token_hash == digest)).one_or_none()
+    runner = queries.runner_by_token_hash(session, digest)
     if runner is None or not same_secret(digest, runner.token_hash or ""):
         return None
     if runner.revoked_at is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,7 +20,7 @@ from service.models import Job, Runner
 from service.schemas.digest import document_digest
 from service.schemas.document import RunDocument, RunnerIn
 from service.store.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
-from service.store.jobs import current_attempt, finish
+from service.store.jobs import current_attempt, finish, job_kind
 from service.store.workload_rows import summarize_timings
 
 
@@ -73,7 +72,7 @@ def store_runner_document(
     digest: str | None = None,
 ) -> IngestOutcome:
     with factory() as session:
-        kind = session.scalar(select(Job.kind).where(Job.id == doc.job_id)) if doc.job_id else None
+        kind = job_kind(session, doc.job_id) if doc.job_id else None
     if kind in ("confirm", "bisect"):
         return _apply_confirmation(factory, doc, runner_id, kind)
     return _store_under_lease(factory, doc, raw, runner_id, digest or document_digest(raw))

@@ -63,6 +63,11 @@ def enqueue(
     return jobs
 
 
+def job_kind(session: Session, job_id: int) -> str | None:
+    """What a job is for ("run", "confirm", "bisect"); None where there is no such job."""
+    return session.scalar(select(Job.kind).where(Job.id == job_id))
+
+
 def cancel_queued(
     session: Session,
     *,

@@ -1,12 +1,15 @@
-"""Small lookups several routes share."""
+"""The API routes' reads: small lookups and the lists they answer with (the routes write no SQL:
+tests/test_architecture.py)."""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from typing import Any
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
-from service.models import Job, Repository, Runner
+from service.models import Alert, Commit, Job, Repository, Result, Run, Runner
 from service.schemas.jobs import JobPublic
 
 
@@ -29,3 +32,62 @@ def jobs_public(session: Session, jobs: list[Job]) -> list[JobPublic]:
         session.execute(select(Runner.id, Runner.name).where(Runner.id.in_(runner_ids))).all()
     )
     return [JobPublic.of(j, repos[j.repository_id], runners.get(j.runner_id or -1)) for j in jobs]
+
+
+def run_named(session: Session, run_uuid: str) -> tuple[Run, str, str, int] | None:
+    """A stored run by its id: the run, its commit's sha, its repository's name and how many
+    results it holds; None where no run has that id."""
+    row = session.execute(
+        select(Run, Commit.sha, Repository.name)
+        .join(Commit, Commit.id == Run.commit_id)
+        .join(Repository, Repository.id == Run.repository_id)
+        .where(Run.run_uuid == run_uuid)
+    ).one_or_none()
+    if row is None:
+        return None
+    run, sha, repository = row
+    results = session.scalar(select(func.count()).where(Result.run_id == run.id)) or 0
+    return run, sha, repository, results
+
+
+def newest_jobs(
+    session: Session,
+    limit: int,
+    state: str | None = None,
+    repository_id: int | None = None,
+    sha_prefix: str | None = None,
+) -> list[Job]:
+    """Jobs, newest first, filtered by state, repository and a prefix of their commit's sha."""
+    query = select(Job).order_by(Job.id.desc()).limit(limit)
+    if state:
+        query = query.where(Job.state == state)
+    if repository_id is not None:
+        query = query.where(Job.repository_id == repository_id)
+    if sha_prefix:
+        query = query.where(Job.commit_sha >= sha_prefix, Job.commit_sha < sha_prefix + "g")
+    return list(session.scalars(query))
+
+
+def newest_alerts(
+    session: Session, limit: int, states: list[str] | None = None, repository_id: int | None = None
+) -> list[Alert]:
+    """Alerts, newest first, in `states` (all where None) and of one repository."""
+    query = select(Alert).order_by(Alert.id.desc()).limit(limit)
+    if states:
+        query = query.where(Alert.state.in_(states))
+    if repository_id is not None:
+        query = query.where(Alert.repository_id == repository_id)
+    return list(session.scalars(query))
+
+
+def runners_by_name(session: Session) -> list[Runner]:
+    return list(session.scalars(select(Runner).order_by(Runner.name)))
+
+
+def runner_by_token_hash(session: Session, digest: str) -> Runner | None:
+    return session.scalars(select(Runner).where(Runner.token_hash == digest)).one_or_none()
+
+
+def get(session: Session, model: Any, pk: int) -> Any:
+    """One row by its primary key, or None."""
+    return session.get(model, pk)

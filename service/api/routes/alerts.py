@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Query
-from sqlalchemy import select
 
 from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
 from service.evaluation.alerts import triage
 from service.models import Alert
 from service.schemas.alerts import AlertPatch, AlertPublic
+from service.store import queries
 from service.store.alerts import alerts_public
 from service.store.queries import repository_named
 
@@ -28,18 +28,15 @@ def list_alerts(
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[AlertPublic]:
     """Alerts, newest first."""
-    query = select(Alert).order_by(Alert.id.desc()).limit(limit)
-    if state:
-        query = query.where(Alert.state.in_(state))
-    if repository:
-        query = query.where(Alert.repository_id == repository_named(session, repository).id)
-    return alerts_public(session, list(session.scalars(query)))
+    repository_id = repository_named(session, repository).id if repository else None
+    alerts = queries.newest_alerts(session, limit, list(state) if state else None, repository_id)
+    return alerts_public(session, alerts)
 
 
 @router.get("/{alert_id}", response_model=AlertPublic)
 def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     """One alert with its attribution and history."""
-    alert = session.get(Alert, alert_id)
+    alert = queries.get(session, Alert, alert_id)
     if alert is None:
         raise ApiError(404, f"no alert {alert_id}")
     return alerts_public(session, [alert], events=True)[0]
@@ -50,7 +47,7 @@ def triage_alert(
     alert_id: RowId, body: AlertPatch, _admin: AdminDep, session: SessionDep
 ) -> AlertPublic:
     """Acknowledge, mark fixed or invalid, or reopen an alert, with a note (admin)."""
-    alert = session.get(Alert, alert_id)
+    alert = queries.get(session, Alert, alert_id)
     if alert is None:
         raise ApiError(404, f"no alert {alert_id}")
     if alert.state in ("suspected", "dismissed") and body.state != "invalid":

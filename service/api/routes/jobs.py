@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter, Query, Response
-from sqlalchemy import select
 
 from service.api.deps import AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
 from service.core import telemetry
@@ -21,6 +20,7 @@ from service.schemas.jobs import (
     JobsQueued,
 )
 from service.store import jobs as queue
+from service.store import queries
 from service.store.queries import jobs_public, repository_named
 from service.store.upsert import get_or_create
 
@@ -66,23 +66,18 @@ def list_jobs(
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[JobPublic]:
     """Jobs, newest first, filtered by state, repository and commit."""
-    query = select(Job).order_by(Job.id.desc()).limit(limit)
-    if state:
-        query = query.where(Job.state == state)
-    if repository:
-        query = query.where(Job.repository_id == repository_named(session, repository).id)
-    if commit:
-        prefix = commit.lower()
-        if len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix):
-            raise ApiError(400, "commit must be 4 to 40 hex digits")
-        query = query.where(Job.commit_sha >= prefix, Job.commit_sha < prefix + "g")
-    return jobs_public(session, list(session.scalars(query)))
+    prefix = commit.lower() if commit else None
+    if prefix is not None and (len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix)):
+        raise ApiError(400, "commit must be 4 to 40 hex digits")
+    repository_id = repository_named(session, repository).id if repository else None
+    jobs = queries.newest_jobs(session, limit, state, repository_id, prefix)
+    return jobs_public(session, jobs)
 
 
 @router.get("/{job_id}", response_model=JobPublic)
 def get_job(job_id: RowId, session: SessionDep) -> JobPublic:
     """One job."""
-    job = session.get(Job, job_id)
+    job = queries.get(session, Job, job_id)
     if job is None:
         raise ApiError(404, f"no job {job_id}")
     return jobs_public(session, [job])[0]
@@ -104,7 +99,7 @@ def claim_job(
         session.commit()
         telemetry.JOBS_EXPIRED.inc(expired)
         return Response(status_code=204)
-    repo = session.get(Repository, claimed.job.repository_id)
+    repo = queries.get(session, Repository, claimed.job.repository_id)
     assert repo is not None
     public = jobs_public(session, [claimed.job])[0]
     session.commit()

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from sqlalchemy import select
 
 from service.api.deps import RunnerDep, SessionDep
-from service.models import Runner
 from service.models.base import utcnow
 from service.schemas.jobs import RunnerHealth, RunnerPublic, RunnerRegister
+from service.store import queries
 
 router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
 
@@ -55,5 +54,4 @@ def report_health(body: RunnerHealth, runner: RunnerDep, session: SessionDep) ->
 @router.get("", response_model=list[RunnerPublic])
 def list_runners(session: SessionDep) -> list[RunnerPublic]:
     """Every runner: last seen, labels, current job."""
-    runners = session.scalars(select(Runner).order_by(Runner.name))
-    return [RunnerPublic.of(r) for r in runners]
+    return [RunnerPublic.of(r) for r in queries.runners_by_name(session)]

@@ -7,7 +7,6 @@ import time
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from sqlalchemy import func, select
 
 from service.api.body import parse_document, read_body
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
@@ -15,9 +14,9 @@ from service.api.errors import validation_response
 from service.core import telemetry
 from service.core.errors import ApiError, InvalidDocument
 from service.integrations import github, github_comments
-from service.models import Commit, Repository, Result, Run
 from service.runs.arrival import receive
 from service.schemas.runs import RunPublic, RunStored
+from service.store import queries
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -86,14 +85,8 @@ async def post_run(
 @router.get("/{run_id}", response_model=RunPublic)
 def get_run(run_id: str, session: SessionDep) -> RunPublic:
     """One stored run: commit, environment, build status and result count."""
-    row = session.execute(
-        select(Run, Commit.sha, Repository.name)
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Repository, Repository.id == Run.repository_id)
-        .where(Run.run_uuid == run_id)
-    ).one_or_none()
-    if row is None:
+    found = queries.run_named(session, run_id)
+    if found is None:
         raise ApiError(404, f"no run with id {run_id!r}")
-    run, sha, repository = row
-    results = session.scalar(select(func.count()).where(Result.run_id == run.id)) or 0
+    run, sha, repository, results = found
     return RunPublic.from_run(run, sha=sha, repository=repository, results=results)
