@@ -30,7 +30,8 @@ BLOCK_TIMEOUT_NS = 200_000_000
 # CUPTI's activity buffers: each forced flush (one per sample) hands a new one over, and a
 # sample's host time grows with its size: on the H100 a cold CUPTI sample of a 4 us kernel took
 # 0.96 ms with 8 MiB buffers, 0.50 ms with 1 MiB and 0.43 ms with 64 KiB, against 0.06 ms
-# without CUPTI (benchmarks/sample_cost.py). 128 KiB holds several hundred kernel records.
+# without CUPTI (a study: benchmarks/sample_cost.py, in git at 5bff08e). 128 KiB holds several
+# hundred kernel records.
 ACTIVITY_BUFFER_BYTES = 128 << 10
 
 During = Callable[[], None] | None

@@ -1,12 +1,12 @@
 """The bundled history of `kernelwatch demo` (dashboards/demo_history/): real runner documents.
 
-The bundle was recorded on an H100 by benchmarks/h100_session.sh (step `demo`): a copy of the
-default suite in a temporary git repository, twelve commits run one after another with
-`kernelwatch-runner run`: a real regression (the transpose's shared tile lost its padding column)
-and a later commit its fix, a commit whose dropout fails correctness and its fix, and a second
-regression left open (the split-K GEMM epilogue's loads uncoalesced), plus a confirmation (base
-and head interleaved) of each regressed commit. These tests hold the bundle to what the demo
-loader relies on: every file loads and passes the service's validator, the commits form one
+The bundle was recorded on an H100 (benchmarks/h100_session.sh, step `demo`, in git at 5bff08e):
+a copy of the default suite in a temporary git repository, twelve commits run one after another
+with `kernelwatch-runner run`: a real regression (the transpose's shared tile lost its padding
+column) and a later commit its fix, a commit whose dropout fails correctness and its fix, and a
+second regression left open (the split-K GEMM epilogue's loads uncoalesced), plus a confirmation
+(base and head interleaved) of each regressed commit. These tests hold the bundle to what the
+demo loader relies on: every file loads and passes the service's validator, the commits form one
 first-parent chain, the regressions, the fix and the failure are in the numbers, and the service
 itself calls each regression a regression.
 """
