@@ -226,8 +226,6 @@ SQL_STILL_TO_MOVE = {
     "service.api.routes.health",  # its probe of the database
     "service.cli_admin",
     "service.demo",
-    "service.integrations.github",
-    "service.integrations.github_comments",
 }
 
 

@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
 from service.analysis.work import describe
 from service.core.settings import Settings
 from service.evaluation.evaluate import BROKEN_STATES
-from service.models import Commit, Repository, Run, RunWorkload, Series, Verdict, WorkVerdict
+from service.models import Run
+from service.store import github_reads
 
 log = logging.getLogger(__name__)
 
@@ -89,12 +89,8 @@ def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str
     """Post the status of the commit and suite of a freshly stored run; never raises."""
     try:
         with factory() as session:
-            key = session.execute(
-                select(Repository.name, Commit.sha, Run.suite)
-                .join(Commit, Commit.id == Run.commit_id)
-                .join(Repository, Repository.id == Run.repository_id)
-                .where(Run.run_uuid == run_uuid)
-            ).one_or_none()
+            found = github_reads.run_named(session, run_uuid)
+        key = (found[2], found[1], found[0].suite) if found else None
         if key is None or not is_github_repository(key[0]) or not _SHA.match(key[1]):
             log.debug("run %s: not a GitHub repository commit; no status posted", run_uuid)
             return
@@ -109,16 +105,11 @@ def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str
 
 def commit_status(session: Session, run_uuid: str, public_url: str | None) -> CommitStatus | None:
     """The status of the commit and suite of `run_uuid`, from what is stored now."""
-    row = session.execute(
-        select(Run, Commit.sha, Repository.name)
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Repository, Repository.id == Run.repository_id)
-        .where(Run.run_uuid == run_uuid)
-    ).one_or_none()
-    if row is None:
+    found = github_reads.run_named(session, run_uuid)
+    if found is None:
         return None
-    run, sha, repository = row
-    runs = _newest_per_environment(session, run)
+    run, sha, repository = found
+    runs = github_reads.newest_per_environment(session, run)
     state, description = summarize(session, runs)
     return CommitStatus(
         repository=repository,
@@ -130,18 +121,6 @@ def commit_status(session: Session, run_uuid: str, public_url: str | None) -> Co
     )
 
 
-def _newest_per_environment(session: Session, run: Run) -> list[Run]:
-    candidates = session.scalars(
-        select(Run)
-        .where(Run.commit_id == run.commit_id, Run.suite == run.suite)
-        .order_by(Run.finished_at.desc(), Run.id.desc())
-    )
-    newest: dict[str, Run] = {}
-    for candidate in candidates:
-        newest.setdefault(candidate.fingerprint, candidate)
-    return list(newest.values())
-
-
 def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
     """(state, description) over the given runs of one commit and suite."""
     ids = [r.id for r in runs]
@@ -150,13 +129,7 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
     counts: Counter[str] = Counter()
     broken: dict[tuple[int, str, str], str] = {}
     worst: tuple[float, str] | None = None
-    rows = session.execute(
-        select(Verdict, Series)
-        .join(Series, Series.id == Verdict.series_id)
-        .where(Verdict.run_id.in_(ids))
-        .order_by(Verdict.id)
-    ).all()
-    for verdict, series in rows:
+    for verdict, series in github_reads.verdicts_with_series(session, ids):
         label = series_label(series.workload, series.params, series.kernel, compact=True)
         gpu = f" on {gpus[verdict.run_id]}" if several and gpus.get(verdict.run_id) else ""
         if verdict.verdict == "broken":
@@ -171,12 +144,7 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
             continue
         if worst is None or change > worst[0]:
             worst = (change, f"{label} {change * 100:+.1f}%{gpu}")
-    workloads = session.scalars(
-        select(RunWorkload)
-        .where(RunWorkload.run_id.in_(ids), RunWorkload.status.in_(BROKEN_STATES))
-        .order_by(RunWorkload.id)
-    )
-    for w in workloads:
+    for w in github_reads.workloads_in(session, ids, BROKEN_STATES):
         label = series_label(w.name, w.params, None, compact=True)
         if several and gpus.get(w.run_id):
             label += f" on {gpus[w.run_id]}"
@@ -208,15 +176,7 @@ def _more_work(session: Session, runs: list[Run]) -> list[str]:
     each as "workload kernel: instructions +3.1%" (its most grown counter), most grown first."""
     if not runs:
         return []
-    rows = session.execute(
-        select(WorkVerdict, RunWorkload)
-        .join(RunWorkload, RunWorkload.id == WorkVerdict.run_workload_id)
-        .where(
-            RunWorkload.run_id.in_([r.id for r in runs]),
-            WorkVerdict.verdict == "changed",
-            (WorkVerdict.change > 0) | WorkVerdict.change.is_(None),
-        )
-    ).all()
+    rows = github_reads.grown_work(session, [r.id for r in runs])
     grown = sorted(rows, key=lambda r: -(r[0].change if r[0].change is not None else 1e9))
     most: dict[tuple[int, str], str] = {}  # one line per kernel: its most grown counter
     for v, w in grown:

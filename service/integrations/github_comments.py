@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 
 import httpx
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
@@ -20,8 +19,9 @@ from service.integrations.github import (
     github_request,
     is_github_repository,
 )
-from service.models import Commit, PullRequest, Repository, Run, Series, Verdict
+from service.models import Run
 from service.models.pull_request import pull_branch
+from service.store import github_reads
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,9 @@ SHOWN = ("regressed", "broken", "improved")
 
 def comment_body(session: Session, run: Run, public_url: str | None) -> str:
     """Markdown: the verdict counts of the PR head's run, its most changed series, a link."""
-    head = session.get(Commit, run.commit_id)
+    head = github_reads.commit_of(session, run)
     assert head is not None
-    rows = session.execute(
-        select(Verdict, Series)
-        .join(Series, Series.id == Verdict.series_id)
-        .where(Verdict.run_id == run.id)
-    ).all()
+    rows = github_reads.verdicts_with_series(session, [run.id])
     counts: dict[str, int] = {}
     for verdict, _ in rows:
         counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
@@ -79,20 +75,10 @@ def report_pull_request(
     """Write or update the PR's comment for an analysed run of its head; never raises."""
     try:
         with factory() as session:
-            row = session.execute(
-                select(Run, Repository.name, PullRequest)
-                .join(Repository, Repository.id == Run.repository_id)
-                .join(
-                    PullRequest,
-                    (PullRequest.repository_id == Run.repository_id)
-                    & (PullRequest.number == Run.pull_request),
-                )
-                .where(Run.run_uuid == run_uuid)
-            ).one_or_none()
+            row = github_reads.pull_request_run(session, run_uuid)
             if row is None or not is_github_repository(row[1]):
                 return
-            run, repository, pr = row
-            head = session.get(Commit, run.commit_id)
+            run, repository, pr, head = row
             if head is None or head.sha != pr.head_sha:
                 return  # an older push's run: the comment speaks for the newest head
             body = comment_body(session, run, settings.public_url)
@@ -100,9 +86,7 @@ def report_pull_request(
         new_id = _write(settings, repository, pr.number, comment_id, body, client)
         if new_id is not None and new_id != comment_id:
             with factory() as session, session.begin():
-                stored = session.get(PullRequest, pr.id)
-                if stored is not None:
-                    stored.comment_id = new_id
+                github_reads.set_comment_id(session, pr.id, new_id)
     except Exception:
         log.exception("run %s: could not write the pull request comment", run_uuid)
 
