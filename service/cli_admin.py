@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.core.db import engine_for, session_factory
@@ -22,6 +21,7 @@ from service.models.base import utcnow
 from service.schemas.document import Name
 from service.schemas.jobs import JobCreate, check_labels
 from service.store import jobs as queue
+from service.store import queries
 from service.store.upsert import get_or_create
 
 _LABEL = re.compile(r"^[\w.-]{1,100}=[^,]{0,200}$")
@@ -90,7 +90,7 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
     labels = parse_labels(args.labels or "")
     token = new_token("kwr")
     with _session(settings) as session:
-        runner = session.scalars(select(Runner).where(Runner.name == args.name)).one_or_none()
+        runner = queries.runner_named(session, args.name)
         if runner is None:
             runner = Runner(name=args.name, labels=labels, created_at=utcnow())
             session.add(runner)
@@ -114,7 +114,7 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
 def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     runner_name(args.name)
     with _session(settings) as session:
-        runner = session.scalars(select(Runner).where(Runner.name == args.name)).one_or_none()
+        runner = queries.runner_named(session, args.name)
         if runner is None or runner.token_hash is None:
             raise CliError(f"no runner named {args.name!r} has a token")
         runner.revoked_at = utcnow()
@@ -127,7 +127,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     job = validated(JobCreate, repository=args.repo, sha=args.sha, branch=args.branch,
                     clone_url=args.clone_url, labels=labels)  # fmt: skip
     with _session(settings) as session:
-        repo = session.scalars(select(Repository).where(Repository.name == args.repo)).one_or_none()
+        repo = queries.repository_or_none(session, args.repo)
         if repo is None and not args.clone_url:
             raise CliError(f"no repository {args.repo!r}; pass --clone-url to register it")
         if repo is None:

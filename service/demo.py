@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards import DEMO_DIR
@@ -24,10 +23,11 @@ from service.core.db import create_db_engine
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.evaluation.backlog import process_pending
-from service.models import Job, Repository, Runner
+from service.models import Repository, Runner
 from service.models.base import utcnow
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
+from service.store import queries
 from service.store.ingest import ingest
 from service.store.jobs import claim, enqueue
 
@@ -102,7 +102,7 @@ def _push_job(factory: sessionmaker[Session], entry: dict[str, Any]) -> int:
 
 
 def _repository(session: Session) -> Repository:
-    repository = session.scalars(select(Repository).order_by(Repository.id)).first()
+    repository = queries.first_repository(session)
     if repository is None:
         raise DemoError("the bundle's push comes before any run of its repository")
     return repository
@@ -112,16 +112,12 @@ def _answer(factory: sessionmaker[Session], raw: dict[str, Any], kind: str, comm
     """Post a recorded confirmation or bisect document as the demo runner, under the lease of
     each job of that kind and commit the service queued (a bisection queues one per alert)."""
     with factory() as session:
-        waiting = session.scalar(
-            select(func.count()).where(
-                Job.kind == kind, Job.commit_sha == commit, Job.state == "queued"
-            )
-        )
+        waiting = queries.queued_jobs(session, kind, commit)
     if not waiting:
         raise DemoError(f"the bundle's {kind} of {commit[:12]} finds no job to answer")
     for _ in range(waiting):
         with factory() as session, session.begin():
-            runner = session.scalars(select(Runner).where(Runner.name == DEMO_RUNNER)).one_or_none()
+            runner = queries.runner_named(session, DEMO_RUNNER)
             if runner is None:
                 runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
                 session.add(runner)

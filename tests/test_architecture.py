@@ -218,15 +218,9 @@ def test_the_web_layer_test_sees_fastapi_in_the_store(tmp_path: Path) -> None:
 
 
 # SQL is written by the store and by the database side of analysis (models and core hold the
-# schema and the engine). These modules still build queries of their own, to be moved into the
-# store: the list may only shrink.
+# schema and the engine); nothing else builds a query.
 SQL_LAYERS = ("service.store", "service.evaluation", "service.models", "service.core")
 SQL_BUILDERS = {"select", "insert", "update", "delete", "func", "text", "and_", "or_", "exists"}
-SQL_STILL_TO_MOVE = {
-    "service.api.routes.health",  # its probe of the database
-    "service.cli_admin",
-    "service.demo",
-}
 
 
 def sql_outside_its_layers(found: dict[str, Path]) -> set[str]:
@@ -245,14 +239,14 @@ def sql_outside_its_layers(found: dict[str, Path]) -> set[str]:
 
 
 def test_sql_is_written_in_the_store_and_the_analysis_database_side_only() -> None:
-    assert sql_outside_its_layers(modules()) == SQL_STILL_TO_MOVE
+    assert sql_outside_its_layers(modules()) == set()
 
 
 def test_the_sql_layer_test_sees_a_query_in_a_route(tmp_path: Path) -> None:
     wrong = tmp_path / "route.py"
     wrong.write_text("from sqlalchemy import select\n")
     found = sql_outside_its_layers({**modules(), "service.api.routes.wrong": wrong})
-    assert found == SQL_STILL_TO_MOVE | {"service.api.routes.wrong"}
+    assert found == {"service.api.routes.wrong"}
 
 
 def test_the_contract_test_sees_a_wrong_import() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
@@ -91,3 +91,33 @@ def runner_by_token_hash(session: Session, digest: str) -> Runner | None:
 def get(session: Session, model: Any, pk: int) -> Any:
     """One row by its primary key, or None."""
     return session.get(model, pk)
+
+
+def runner_named(session: Session, name: str) -> Runner | None:
+    return session.scalars(select(Runner).where(Runner.name == name)).one_or_none()
+
+
+def repository_or_none(session: Session, name: str) -> Repository | None:
+    return session.scalars(select(Repository).where(Repository.name == name)).one_or_none()
+
+
+def first_repository(session: Session) -> Repository | None:
+    return session.scalars(select(Repository).order_by(Repository.id)).first()
+
+
+def queued_jobs(session: Session, kind: str, sha: str) -> int:
+    """How many jobs of this kind wait for this commit."""
+    return (
+        session.scalar(
+            select(func.count()).where(
+                Job.kind == kind, Job.commit_sha == sha, Job.state == "queued"
+            )
+        )
+        or 0
+    )
+
+
+def ping(session: Session) -> str:
+    """One round trip to the database; its dialect's name."""
+    session.execute(text("SELECT 1"))
+    return session.get_bind().dialect.name

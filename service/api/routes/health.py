@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
 
 from service.api.deps import SessionDep, SettingsDep
 from service.api.errors import RETRY_AFTER_SECONDS
+from service.store import queries
 
 router = APIRouter(tags=["health"])
 
@@ -20,8 +20,7 @@ def healthz(session: SessionDep, settings: SettingsDep) -> dict[str, Any] | JSON
     """200 when the database answers and the data directory has free disk; else 503 naming which."""
     problems: list[str] = []
     try:
-        session.execute(text("SELECT 1"))
-        database = session.get_bind().dialect.name
+        database = queries.ping(session)
     except Exception as exc:  # down, frozen (statement timeout), out of connections
         database = f"unreachable: {type(exc).__name__}"
         problems.append(f"database {database}")
