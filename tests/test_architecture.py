@@ -249,6 +249,34 @@ def test_the_sql_layer_test_sees_a_query_in_a_route(tmp_path: Path) -> None:
     assert found == {"service.api.routes.wrong"}
 
 
+def wrong_edges(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Imports that bypass a door: a route imported by anything but the app (pages and
+    routes are mounted, never called), the worker process imported by the runner's CLI (it is
+    started as a process)."""
+    out = []
+    for module, imported in graph.items():
+        for target in imported:
+            if target.startswith("service.api.routes.") and module != "service.api.app":
+                out.append((module, target))
+            if module == "runner.cli" and target.startswith("runner.worker"):
+                out.append((module, target))
+    return sorted(out)
+
+
+def test_routes_are_mounted_by_the_app_and_the_worker_started_as_a_process() -> None:
+    assert wrong_edges(import_graph(modules())) == []
+
+
+def test_the_door_test_sees_a_route_imported_by_a_page() -> None:
+    graph = import_graph(modules())
+    graph["service.pages.commit"] = graph["service.pages.commit"] | {"service.api.routes.runs"}
+    graph["runner.cli"] = graph["runner.cli"] | {"runner.worker.process"}
+    assert wrong_edges(graph) == [
+        ("runner.cli", "runner.worker.process"),
+        ("service.pages.commit", "service.api.routes.runs"),
+    ]
+
+
 def test_the_contract_test_sees_a_wrong_import() -> None:
     graph = package_graph(modules())
     graph["service.store"] = graph["service.store"] | {"service.evaluation"}
