@@ -252,8 +252,8 @@ def _run_offsets(
         # What a control knows its change to beside the run's offset: its processes' noise
         # (the share between runs is what the controls share, the offset itself).
         process_vars.append(
-            level.process_var * (1 / max(head.size, 1) + 1 / (runs * level.processes))
-            if runs
+            level.process_var * (1 / head.size + 1 / (runs * level.processes))
+            if runs and head.size and level.processes
             else math.inf
         )
         run_vars.append(level.run_var * (1 + 1 / runs) if runs else math.inf)
