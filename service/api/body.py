@@ -12,7 +12,7 @@ from fastapi import Request
 from service.core.errors import ApiError
 from service.schemas.digest import document_digest
 from service.schemas.document import find_non_finite
-from service.schemas.text import may_hold_unstorable, unstorable_text
+from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
 
 # How deep a JSON body may nest. A result document is ~6 levels deep and a GitHub payload ~5;
 # deeper input is refused before anything walks it (the checks after parsing, pydantic and
@@ -108,6 +108,8 @@ def parse_document(body: bytes) -> tuple[Any, str]:
             raise ApiError(
                 422, f"invalid document: {bad}: NaN and infinities are not measurements"
             ) from None
+        if wide := unstorable_number(raw):  # orjson reads integers of up to 64 bits only
+            raise ApiError(422, f"invalid document: {wide} cannot be stored") from None
     else:
         check_depth(raw, "the body")
     unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None

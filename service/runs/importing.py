@@ -14,6 +14,7 @@ from service.runs.imports.document import run_id, to_document
 from service.runs.imports.formats import FORMATS
 from service.schemas.document import RunDocument
 from service.schemas.imports import ImportCreate
+from service.schemas.text import unstorable_number
 from service.store.ingest import IngestOutcome, already_stored, ingest
 
 
@@ -37,6 +38,8 @@ def document(
         branch=target.branch,
         committed_at=target.committed_at,
     )
+    if wide := unstorable_number(raw):
+        raise ImportFileError(f"the file's results cannot be stored: {wide}")
     try:
         return RunDocument.model_validate(raw), raw
     except ValidationError as exc:

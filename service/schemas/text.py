@@ -1,8 +1,10 @@
-"""Text no database can store: NUL characters and lone surrogates.
+"""Values no database can store: NUL characters, lone surrogates and integers beyond 64 bits.
 
 PostgreSQL refuses NUL (U+0000) in text and JSON columns, and a lone UTF-16 surrogate, which
-JSON's \\ud800 escapes can carry, is not UTF-8 for either database. Requests holding them are
-refused with a message that says where, instead of failing inside the database.
+JSON's \\ud800 escapes can carry, is not UTF-8 for either database. JSON's integers have no
+bound, but the JSON columns' writer (orjson) and the integer columns stop at 64 bits. Requests
+holding any of them are refused with a message that says where, instead of failing inside the
+database.
 """
 
 from __future__ import annotations
@@ -31,6 +33,28 @@ def _unstorable(text: str) -> str | None:
     return None
 
 
+# What the JSON columns' writer takes: a signed 64-bit integer, or an unsigned one.
+SMALLEST_INTEGER, LARGEST_INTEGER = -(1 << 63), (1 << 64) - 1
+
+
+def unstorable_number(value: Any, path: str = "$") -> str | None:
+    """Where the first integer beyond 64 bits is in parsed JSON, and how long it is."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+            return None
+        return f"{path}: an integer beyond 64 bits ({len(str(abs(value)))} digits)"
+    if isinstance(value, dict):
+        items = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub_path, sub in items:
+        if found := unstorable_number(sub, sub_path):
+            return found
+    return None
+
+
 def unstorable_text(value: Any, path: str = "$") -> str | None:
     """Where the first key or string that cannot be stored is in parsed JSON, and why."""
     if isinstance(value, str):
@@ -50,11 +74,13 @@ def unstorable_text(value: Any, path: str = "$") -> str | None:
 
 
 class StorableText(BaseModel):
-    """A request body whose every string (keys included) can be stored."""
+    """A request body whose every string (keys included) and number can be stored."""
 
     @model_validator(mode="before")
     @classmethod
     def _storable(cls, data: Any) -> Any:
         if found := unstorable_text(data):
+            raise ValueError(f"cannot be stored: {found}")
+        if found := unstorable_number(data):
             raise ValueError(f"cannot be stored: {found}")
         return data

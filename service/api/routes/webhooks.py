@@ -18,7 +18,7 @@ from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.core.tokens import same_secret
-from service.schemas.text import may_hold_unstorable, unstorable_text
+from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
 from service.store.deliveries import record, seen_delivery
 
 router = APIRouter(tags=["webhooks"])
@@ -100,6 +100,7 @@ async def github_webhook(
             raise too_deep(f"the {x_github_event} payload") from None
         check_depth(payload, f"the {x_github_event} payload")
         unstorable = unstorable_text(payload) if may_hold_unstorable(body) else None
+        unstorable = unstorable or unstorable_number(payload)
         if unstorable:
             raise ApiError(422, f"invalid {x_github_event} payload: {unstorable} cannot be stored")
         try:
