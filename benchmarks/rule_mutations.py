@@ -95,8 +95,8 @@ MUTATIONS = [
     (
         "the timing process, not the sample, is the unit of the test",
         "service/analysis/verdicts.py",
-        "tests[i] = (level, wander.test(head, base, level) if testable else None)",
-        "tests[i] = (level, None)",
+        "tests[i] = wander.test(head, base, level) if testable else None",
+        "tests[i] = None",
         "tests/service/test_wander_history.py",
     ),
     (
