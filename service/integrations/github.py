@@ -42,7 +42,7 @@ from service.analysis.work import describe
 from service.core.settings import Settings
 from service.evaluation.evaluate import BROKEN_STATES
 from service.models import Run
-from service.store import github_reads
+from service.store import github_reads, queries
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str
     """Post the status of the commit and suite of a freshly stored run; never raises."""
     try:
         with factory() as session:
-            found = github_reads.run_named(session, run_uuid)
+            found = queries.run_named(session, run_uuid)
         key = (found[2], found[1], found[0].suite) if found else None
         if key is None or not is_github_repository(key[0]) or not _SHA.match(key[1]):
             log.debug("run %s: not a GitHub repository commit; no status posted", run_uuid)
@@ -105,7 +105,7 @@ def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str
 
 def commit_status(session: Session, run_uuid: str, public_url: str | None) -> CommitStatus | None:
     """The status of the commit and suite of `run_uuid`, from what is stored now."""
-    found = github_reads.run_named(session, run_uuid)
+    found = queries.run_named(session, run_uuid)
     if found is None:
         return None
     run, sha, repository = found

@@ -20,17 +20,6 @@ from service.models import (
 )
 
 
-def run_named(session: Session, run_uuid: str) -> tuple[Run, str, str] | None:
-    """A run, its commit's sha and its repository's name."""
-    row = session.execute(
-        select(Run, Commit.sha, Repository.name)
-        .join(Commit, Commit.id == Run.commit_id)
-        .join(Repository, Repository.id == Run.repository_id)
-        .where(Run.run_uuid == run_uuid)
-    ).one_or_none()
-    return None if row is None else (row[0], row[1], row[2])
-
-
 def newest_per_environment(session: Session, run: Run) -> list[Run]:
     """The newest run of `run`'s commit and suite on each fingerprint."""
     candidates = session.scalars(

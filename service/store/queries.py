@@ -9,7 +9,7 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
-from service.models import Alert, Commit, Job, Repository, Result, Run, Runner
+from service.models import Commit, Job, Repository, Result, Run, Runner
 from service.schemas.jobs import JobPublic
 
 
@@ -34,20 +34,20 @@ def jobs_public(session: Session, jobs: list[Job]) -> list[JobPublic]:
     return [JobPublic.of(j, repos[j.repository_id], runners.get(j.runner_id or -1)) for j in jobs]
 
 
-def run_named(session: Session, run_uuid: str) -> tuple[Run, str, str, int] | None:
-    """A stored run by its id: the run, its commit's sha, its repository's name and how many
-    results it holds; None where no run has that id."""
+def run_named(session: Session, run_uuid: str) -> tuple[Run, str, str] | None:
+    """A stored run by its id, its commit's sha and its repository's name; None where no run
+    has that id."""
     row = session.execute(
         select(Run, Commit.sha, Repository.name)
         .join(Commit, Commit.id == Run.commit_id)
         .join(Repository, Repository.id == Run.repository_id)
         .where(Run.run_uuid == run_uuid)
     ).one_or_none()
-    if row is None:
-        return None
-    run, sha, repository = row
-    results = session.scalar(select(func.count()).where(Result.run_id == run.id)) or 0
-    return run, sha, repository, results
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def result_count(session: Session, run_id: int) -> int:
+    return session.scalar(select(func.count()).where(Result.run_id == run_id)) or 0
 
 
 def newest_jobs(
@@ -65,18 +65,6 @@ def newest_jobs(
         query = query.where(Job.repository_id == repository_id)
     if sha_prefix:
         query = query.where(Job.commit_sha >= sha_prefix, Job.commit_sha < sha_prefix + "g")
-    return list(session.scalars(query))
-
-
-def newest_alerts(
-    session: Session, limit: int, states: list[str] | None = None, repository_id: int | None = None
-) -> list[Alert]:
-    """Alerts, newest first, in `states` (all where None) and of one repository."""
-    query = select(Alert).order_by(Alert.id.desc()).limit(limit)
-    if states:
-        query = query.where(Alert.state.in_(states))
-    if repository_id is not None:
-        query = query.where(Alert.repository_id == repository_id)
     return list(session.scalars(query))
 
 

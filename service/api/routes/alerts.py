@@ -11,7 +11,7 @@ from service.core.errors import ApiError
 from service.evaluation.alerts import triage
 from service.models import Alert
 from service.schemas.alerts import AlertPatch, AlertPublic
-from service.store import queries
+from service.store import dashboard_reads, queries
 from service.store.alerts import alerts_public
 from service.store.queries import repository_named
 
@@ -29,7 +29,7 @@ def list_alerts(
 ) -> list[AlertPublic]:
     """Alerts, newest first."""
     repository_id = repository_named(session, repository).id if repository else None
-    alerts = queries.newest_alerts(session, limit, list(state) if state else None, repository_id)
+    alerts = dashboard_reads.alerts(session, list(state or []), repository_id, limit)
     return alerts_public(session, alerts)
 
 

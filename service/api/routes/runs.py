@@ -88,5 +88,6 @@ def get_run(run_id: str, session: SessionDep) -> RunPublic:
     found = queries.run_named(session, run_id)
     if found is None:
         raise ApiError(404, f"no run with id {run_id!r}")
-    run, sha, repository, results = found
+    run, sha, repository = found
+    results = queries.result_count(session, run.id)
     return RunPublic.from_run(run, sha=sha, repository=repository, results=results)
