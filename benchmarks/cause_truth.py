@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks" / "cause_suite"))
 
 from causesuite.workloads import all_workloads, load_module  # noqa: E402
 
-from benchmarks.history_truth import central  # noqa: E402
+from benchmarks.history_truth import alternated  # noqa: E402
 
 PROCESSES = 3
 ROUNDS = 6
@@ -54,15 +54,7 @@ def measure(base_build: str, head_build: str) -> dict[str, Any]:
             end.synchronize()
             return cp.cuda.get_elapsed_time(start, end) * 1e3
 
-        for side in instances:
-            for _ in range(WARMUP):
-                sample(side)
-        taken: dict[str, list[float]] = {"base": [], "head": []}
-        for r in range(ROUNDS):
-            for side in ("base", "head") if r % 2 == 0 else ("head", "base"):
-                taken[side] += [sample(side) for _ in range(SAMPLES)]
-        b, h = central(taken["base"]), central(taken["head"])
-        out[w.id] = {"base_us": b, "head_us": h, "change": h / b - 1}
+        out[w.id] = alternated(sample, WARMUP, ROUNDS, SAMPLES)
         for instance in instances.values():
             instance.close()
         cp.get_default_memory_pool().free_all_blocks()

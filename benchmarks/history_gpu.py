@@ -171,7 +171,7 @@ def running(cmd: list[str], env: dict[str, str], logfile: Path) -> Iterator[subp
                 proc.kill()
 
 
-def push(url: str, repo: Path, commit: dict[str, Any]) -> None:
+def push(url: str, repo: Path, commit: dict[str, Any], repository: str = REPOSITORY) -> None:
     sha = commit["sha"]
     entry = {"id": sha, "message": f"commit {commit['index']}", "timestamp": "2026-11-25T12:00:00Z",
              "author": {"name": "Bench", "email": "bench@example.com"}}  # fmt: skip
@@ -183,9 +183,9 @@ def push(url: str, repo: Path, commit: dict[str, Any]) -> None:
         "commits": [entry],
         "head_commit": entry,
         "repository": {
-            "full_name": REPOSITORY,
-            "name": "history",
-            "owner": {"login": "bench"},
+            "full_name": repository,
+            "name": repository.split("/")[-1],
+            "owner": {"login": repository.split("/")[0]},
             "clone_url": str(repo),
         },
     }
@@ -193,9 +193,9 @@ def push(url: str, repo: Path, commit: dict[str, Any]) -> None:
     answer.raise_for_status()
 
 
-def settled(client: httpx.Client, sha: str) -> bool:
+def settled(client: httpx.Client, sha: str, repository: str = REPOSITORY) -> bool:
     """No job waits or runs, the commit's verdicts are in, and no alert waits to be confirmed."""
-    jobs = client.get("/api/v1/jobs", params={"repository": REPOSITORY}).json()
+    jobs = client.get("/api/v1/jobs", params={"repository": repository}).json()
     if any(j["state"] in ("queued", "running") for j in jobs):
         return False
     failed = [j for j in jobs if j["state"] == "failed"]
@@ -210,14 +210,21 @@ def settled(client: httpx.Client, sha: str) -> bool:
     return all(a["state"] != "suspected" for a in client.get("/api/v1/alerts").json())
 
 
-def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -> dict[str, Any]:
-    """Push each commit, let the real agent measure it (and confirm what it suspects)."""
+def record_history(
+    work: Path,
+    commits: list[dict[str, Any]],
+    deadline: float,
+    repository: str = REPOSITORY,
+    ncu_reuse: bool = False,
+) -> dict[str, Any]:
+    """Push each commit of the repository in `work`/repo, let the real agent measure it (and
+    confirm what it suspects)."""
     env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
            "KERNELWATCH_WEBHOOK_SECRET": SECRET, "KERNELWATCH_ADMIN_TOKEN": ADMIN,
            "KERNELWATCH_DATA_DIR": str(work / "data"),
            # Every launch profiled at every commit: a reused section would hide how much a
            # counter of identical code moves from run to run (the work notices).
-           "KERNELWATCH_NCU_REUSE": "0"}  # fmt: skip
+           "KERNELWATCH_NCU_REUSE": "1" if ncu_reuse else "0"}  # fmt: skip
     py = sys.executable
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -240,11 +247,15 @@ def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -
                     log(f"budget spent: stopping before commit {commit['index']}")
                     break
                 started = time.monotonic()
-                push(url, work / "repo", commit)
+                push(url, work / "repo", commit, repository)
                 try:
-                    _wait(lambda c=commit: settled(client, c["sha"]), deadline - time.monotonic())
+                    _wait(lambda c=commit: settled(client, c["sha"], repository),
+                          deadline - time.monotonic())  # fmt: skip
                 except TimeoutError:
                     log(f"budget spent during commit {commit['index']}: the ones before are kept")
+                    answer = client.get(f"/api/v1/commits/{commit['sha']}/metrics")
+                    if answer.status_code == 200:  # judged, its confirmation cut short
+                        reported[commit["sha"]] = answer.json()
                     break
                 longest = max(longest, time.monotonic() - started)
                 log(f"commit {commit['index']} ({commit['kind']}) measured and judged in "
@@ -258,7 +269,7 @@ def record_history(work: Path, commits: list[dict[str, Any]], deadline: float) -
         reported = {sha: client.get(f"/api/v1/commits/{sha}/metrics").json() for sha in at_push}
         alerts = [client.get(f"/api/v1/alerts/{a['id']}").json()
                   for a in client.get("/api/v1/alerts").json()]  # fmt: skip
-        jobs = client.get("/api/v1/jobs", params={"repository": REPOSITORY}).json()
+        jobs = client.get("/api/v1/jobs", params={"repository": repository}).json()
     return {"reported": reported, "at_push": at_push, "alerts": alerts, "jobs": jobs}
 
 

@@ -76,28 +76,36 @@ def _either(path: Path) -> Path:
     return zipped if not path.exists() and zipped.exists() else path
 
 
-def replay(folder: Path) -> dict[str, Any]:
-    """The history of `folder` with every commit's metrics as the current analysis decides."""
+def rejudge(recorded: Path, db: Path, commits: list[dict[str, Any]]) -> Any:
+    """A copy at `db` of the recorded database (gzipped or not), at the current schema, every
+    run decided again by the backlog worker's code; its engine."""
     from service.core.db import create_db_engine, session_factory
     from service.core.migrate import upgrade
     from service.evaluation.backlog import process_pending
-    from service.evaluation.commit_metrics import commit_metrics_data
-    from service.store.commits import resolve_commit
 
-    saved = _load(_either(folder / "history.json"))
-    work = Path(tempfile.mkdtemp(prefix="kw-replay-"))
-    db = work / "kernelwatch.db"
-    recorded = _either(folder / "kernelwatch.db")
     if recorded.suffix == ".gz":
         db.write_bytes(gzip.decompress(recorded.read_bytes()))
     else:
         shutil.copy(recorded, db)
     engine = create_db_engine(f"sqlite:///{db}")
     upgrade(engine)
-    prepare(db, saved["commits"])
+    prepare(db, commits)
     factory = session_factory(engine)
     while process_pending(factory).analysed:
         pass
+    return engine
+
+
+def replay(folder: Path) -> dict[str, Any]:
+    """The history of `folder` with every commit's metrics as the current analysis decides."""
+    from service.core.db import session_factory
+    from service.evaluation.commit_metrics import commit_metrics_data
+    from service.store.commits import resolve_commit
+
+    saved = _load(_either(folder / "history.json"))
+    work = Path(tempfile.mkdtemp(prefix="kw-replay-"))
+    engine = rejudge(_either(folder / "kernelwatch.db"), work / "kernelwatch.db", saved["commits"])
+    factory = session_factory(engine)
     reported = {}
     with factory() as session:
         for commit in saved["commits"]:

@@ -172,6 +172,20 @@ def _interleaved(
     return {"base_us": b, "head_us": h, "change": h / b - 1, **taken}
 
 
+def alternated(sample: Any, warmup: int, rounds: int, samples: int) -> dict[str, float]:
+    """`sample("base")` and `sample("head")` warmed up, then taken A B / B A round after round:
+    the interquartile means of each side (us) and the change between them."""
+    for side in ("base", "head"):
+        for _ in range(warmup):
+            sample(side)
+    taken: dict[str, list[float]] = {"base": [], "head": []}
+    for r in range(rounds):
+        for side in ("base", "head") if r % 2 == 0 else ("head", "base"):
+            taken[side] += [sample(side) for _ in range(samples)]
+    b, h = central(taken["base"]), central(taken["head"])
+    return {"base_us": b, "head_us": h, "change": h / b - 1}
+
+
 def central(samples: list[float]) -> float:
     """The interquartile mean: as robust as the median to the odd slow sample, and finer than
     it where the timer's ticks (CUPTI's 32 ns) are a good part of a short kernel's time."""

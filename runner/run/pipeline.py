@@ -282,6 +282,8 @@ def _check_time_and_profile(
         )
         for wid in passing:
             records[wid].timings.append(timed.outcomes[wid])
+        if note := prepare_note(timed.outcomes):
+            log(f"timing {process + 1}/{suite.timing.processes}: {note}")
     short = short_launches(records[wid] for wid in ordered)
     total = short_processes(suite)
     if short and total > suite.timing.processes:
@@ -423,6 +425,22 @@ def short_launches(records: Any) -> list[str]:
         ):
             out.append(record.info["id"])
     return out
+
+
+def prepare_note(outcomes: dict[str, Outcome]) -> str:
+    """How much of a timing process its workloads' `prepare` took (what compiles there: a torch
+    extension's build, Triton's JIT and autotuning, Inductor), where that is a second or more."""
+    took = {
+        wid: float(o.result["prepare_seconds"])
+        for wid, o in outcomes.items()
+        if o.status == "ok" and o.result and "prepare_seconds" in o.result
+    }
+    if sum(took.values()) < 1.0:
+        return ""
+    slowest = max(took, key=took.__getitem__)
+    return (
+        f"prepare took {sum(took.values()):.1f} s of it (slowest {slowest} {took[slowest]:.1f} s)"
+    )
 
 
 def mark_short(outcome: Outcome, total: int) -> Outcome:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,3 +59,30 @@ def test_the_torch_example_is_correct_and_timed_on_a_gpu(tmp_path: Path) -> None
         outcome = timed.outcomes[wid]
         assert outcome.status == "ok", outcome
         assert min(outcome.result["samples"]) > 0
+
+
+@pytest.mark.gpu
+def test_each_version_of_the_operator_is_built_once(tmp_path: Path) -> None:
+    """A confirmation or a bisection prepares two versions of the operator's source in turn: the
+    second time each one loads what was built, it does not build again."""
+    pytest.importorskip("torch", reason="the torch example needs PyTorch")
+    example = tmp_path / "example"
+    shutil.copytree(EXAMPLE, example)
+    source = example / "torch_kernels" / "scale_rows.cu"
+    versions = [source.read_text(), source.read_text() + "// another version\n"]
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")}
+    script = (
+        "import sys, time; sys.path.insert(0, sys.argv[1]); "
+        "from torch_kernels.workloads import ScaleRows; started = time.perf_counter(); "
+        "ScaleRows(64, 64, ()).prepare(); print(time.perf_counter() - started)"
+    )
+    took = []
+    for text in [*versions, *versions]:
+        source.write_text(text)
+        done = subprocess.run([sys.executable, "-c", script, str(example)], capture_output=True,
+                              text=True, timeout=600, env=env)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        took.append(float(done.stdout.split()[-1]))
+    built = sorted(p.name for p in (tmp_path / "extensions").iterdir())
+    assert len(built) == 2 and all(n.startswith("kw_example_scale_rows_") for n in built), built
+    assert max(took[2:]) < min(took[:2]) / 3, took  # loaded, not built again
