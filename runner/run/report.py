@@ -63,14 +63,15 @@ def timing_section(info: dict[str, Any], timings: list[Outcome]) -> dict[str, An
 
 def choices_section(timings: list[Outcome]) -> dict[str, str]:
     """What the workload chose in its timing processes' `prepare`: per name, the choice, or the
-    distinct choices joined by " | " where processes chose differently (an autotuner that timed
-    its configs anew in each)."""
+    distinct choices, sorted, joined by " | " where processes chose differently (an autotuner
+    that timed its configs anew in each): sorted, so that two runs that chose the same set
+    compare equal whichever process chose first."""
     seen: dict[str, list[str]] = {}
     for t in timings:
         for name, choice in ((t.result or {}).get("choices") or {}).items():
             if choice not in seen.setdefault(name, []):
                 seen[name].append(choice)
-    return {name: " | ".join(values)[:1000] for name, values in seen.items()}
+    return {name: " | ".join(sorted(values))[:1000] for name, values in seen.items()}
 
 
 def summary(section: dict[str, Any]) -> dict[str, float]:
