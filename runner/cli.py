@@ -141,7 +141,12 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
         default=os.environ.get("KERNELWATCH_RUNNER_TOKEN"),
         help="runner token (or $KERNELWATCH_RUNNER_TOKEN)",
     )
-    sub.add_argument("--labels", default="", help="extra labels, e.g. gpu=h100,cuda=13")
+    sub.add_argument(
+        "--labels",
+        default="",
+        help="labels this host reports, e.g. gpu=h100: they narrow what the "
+        "token may claim, never widen it (its labels come with the token)",
+    )
     sub.add_argument("--spool", type=Path, help="pending results (~/.cache/kernelwatch/spool)")
     sub.add_argument("--cache", type=Path, help="clones and worktrees (~/.cache/kernelwatch)")
     sub.add_argument("--only", help="regular expression over workload ids (testing)")

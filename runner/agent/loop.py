@@ -157,9 +157,18 @@ class Agent:
                 continue
             self._backoff.reset()
             url, name = getattr(self.client, "server_url", "?"), runner.get("name")
+            claims_by = runner.get("claims_by", runner.get("labels")) or {}
             self.log.info(
-                "registered with %s as runner %r, labels %s", url, name, runner.get("labels")
+                "registered with %s as runner %r, claims jobs by %s", url, name, claims_by
             )
+            if untrusted := {k: v for k, v in self.labels.items() if claims_by.get(k) != v}:
+                self.log.warning(
+                    "labels this host reports but its token does not carry claim nothing: %s "
+                    "(a host's labels narrow what its token may claim, never widen it; an admin "
+                    "gives them: kernelwatch runner-token create %s --labels ... --rotate)",
+                    untrusted,
+                    name,
+                )
             return True
         return False
 

@@ -17,7 +17,10 @@ class Runner(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200), unique=True)
     host: Mapped[str] = mapped_column(String(300), default="")
+    # Given by an admin with the token (`runner-token create --labels`): they bound what the
+    # runner may claim. What it reports about itself at registration only narrows that.
     labels: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    reported_labels: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     environment: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # SHA-256 of the bearer token: the token itself is shown once at creation and never stored.
     token_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
@@ -30,3 +33,11 @@ class Runner(Base):
     # checks pass.
     unhealthy_since: Mapped[datetime | None]
     unhealthy_reason: Mapped[str] = mapped_column(String(2000), default="", server_default="")
+
+
+def claimable_labels(runner: Runner) -> dict[str, Any]:
+    """The labels a runner may claim jobs by: its token's, less any it reported otherwise (a
+    report narrows, never widens), and runner=<its name> for jobs pinned to it."""
+    reported = runner.reported_labels or {}
+    kept = {k: v for k, v in (runner.labels or {}).items() if reported.get(k, v) == v}
+    return {**kept, "runner": runner.name}

@@ -16,7 +16,7 @@ from service.core.db import one_writer
 from service.core.errors import Conflict, InvalidDocument
 from service.evaluation import bisect
 from service.evaluation.alerts import confirm
-from service.models import Job, Runner
+from service.models import Job, Repository, Runner
 from service.schemas.digest import document_digest
 from service.schemas.document import RunDocument, RunnerIn
 from service.store.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
@@ -35,9 +35,26 @@ def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job
             f"but the token belongs to {runner.name!r}",
         )
     job = current_attempt(session, doc.job_id, doc.lease_token, runner)
-    if job.commit_sha != doc.commit.sha:
-        raise Conflict(f"job {job.id} is for commit {job.commit_sha}, not {doc.commit.sha}")
+    for field, fixed, posted in _fixed_by_job(session, job, doc):
+        if fixed != posted:
+            raise Conflict(f"job {job.id} is for {field} {fixed!r}, not {posted!r}")
     return job, runner
+
+
+def _fixed_by_job(session: Session, job: Job, doc: RunDocument) -> list[tuple[str, Any, Any]]:
+    """What the job fixed beside what the document says of it: a runner's token may post its
+    job's measurements, never file them under another repository, branch, commit or pull
+    request."""
+    repository = session.get(Repository, job.repository_id)
+    pull = (job.payload or {}).get("pull_request") or {}
+    posted = doc.pull_request
+    return [
+        ("repository", repository.name if repository else None, doc.repository.name),
+        ("branch", job.branch, doc.branch),
+        ("commit", job.commit_sha, doc.commit.sha),
+        ("pull request", pull.get("number"), posted.number if posted else None),
+        ("pull request base", pull.get("base_ref"), posted.base_ref if posted else None),
+    ]
 
 
 def _store_under_lease(

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from service.models import Job, Runner
+from service.models.runner import claimable_labels
 from service.schemas.document import Sha
 from service.schemas.text import StorableText
 
@@ -149,7 +150,13 @@ class RunnerHealth(StorableText):
 class RunnerPublic(BaseModel):
     name: str
     host: str
-    labels: dict[str, Any]
+    labels: dict[str, Any] = Field(description="given with the token: they bound what it claims")
+    reported_labels: dict[str, Any] = Field(
+        default_factory=dict, description="what the runner reported: they narrow, never widen"
+    )
+    claims_by: dict[str, Any] = Field(
+        default_factory=dict, description="the labels it claims jobs by (runner=<name> included)"
+    )
     last_seen_at: datetime | None
     current_job_id: int | None
     revoked: bool
@@ -164,6 +171,8 @@ class RunnerPublic(BaseModel):
             name=runner.name,
             host=runner.host,
             labels=runner.labels,
+            reported_labels=runner.reported_labels or {},
+            claims_by=claimable_labels(runner),
             last_seen_at=runner.last_seen_at,
             current_job_id=runner.current_job_id,
             revoked=runner.revoked_at is not None,

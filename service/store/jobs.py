@@ -14,6 +14,7 @@ from service.core.errors import Conflict, NotFound
 from service.core.tokens import new_token, same_secret, token_hash
 from service.models import Job, Runner
 from service.models.base import utcnow
+from service.models.runner import claimable_labels
 from service.schemas.jobs import MAX_LABELS, label_key
 
 
@@ -128,8 +129,7 @@ def claim(session: Session, runner: Runner, lease_seconds: int) -> Claim | None:
         select(Job.id)
         .where(
             Job.state == "queued",
-            # Every runner also carries runner=<its name>: jobs pinned to one runner use it.
-            Job.label_key.in_(claimable_label_keys({**runner.labels, "runner": runner.name})),
+            Job.label_key.in_(claimable_label_keys(claimable_labels(runner))),
         )
         .order_by(Job.id)
         .limit(1)

@@ -14,11 +14,11 @@ router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
 
 @router.post("/register", response_model=RunnerPublic)
 def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> RunnerPublic:
-    """Record the runner's host, environment and extra labels (runner)."""
+    """Record the runner's host, environment and the labels it reports (runner)."""
     runner.host = body.host
     runner.environment = body.environment
-    # Labels given at token creation stay; the runner may add what it detects.
-    runner.labels = {**body.labels, **runner.labels}
+    # Kept apart from the token's labels: a report narrows what the runner claims, never widens.
+    runner.reported_labels = body.labels
     runner.last_seen_at = utcnow()
     # An agent registers once its host checks have passed: an earlier fault is over.
     runner.unhealthy_since, runner.unhealthy_reason = None, ""

@@ -137,7 +137,12 @@ def make_agent(spool: Spool) -> Iterator[Callable[..., Agent]]:
 
 
 def test_one_job_is_claimed_run_and_posted(
-    server: LiveServer, engine: Engine, token: str, spool: Spool, make_agent: Callable
+    server: LiveServer,
+    engine: Engine,
+    token: str,
+    spool: Spool,
+    make_agent: Callable,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     (job_id,) = make_jobs(engine, 1)
     posted: list[str] = []
@@ -156,7 +161,9 @@ def test_one_job_is_claimed_run_and_posted(
     assert spool.pending() == []
     runner = runner_row(engine)
     assert runner.host == "gpu-host-01"
-    assert runner.labels == {"gpu": "h100", "cuda": "13"}
+    assert runner.labels == {"gpu": "h100"}  # the token's: what the host reports is apart
+    assert runner.reported_labels == {"cuda": "13"}
+    assert "its token does not carry claim nothing: {'cuda': '13'}" in caplog.text
     assert runner.environment == {"gpu": "NVIDIA H100 80GB HBM3"}
     assert runner.current_job_id is None
 

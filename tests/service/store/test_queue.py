@@ -255,7 +255,8 @@ def test_register_heartbeat_and_listings(
                 "environment": {"gpu": "NVIDIA H100 80GB HBM3"},
             },
         )
-        assert registered.json()["labels"] == {"gpu": "h100", "cuda": "13"}
+        assert registered.json()["labels"] == {"gpu": "h100"}  # the token's
+        assert registered.json()["reported_labels"] == {"gpu": "other", "cuda": "13"}
         assert client.post("/api/v1/runners/heartbeat").status_code == 200
         got = claim(client)
         assert got is not None
