@@ -138,7 +138,8 @@ def replay(docs: list[dict[str, Any]], work: Path) -> list[dict[str, Any]]:
     """Post the documents to a real `kernelwatch serve` and return its alerts, whole."""
     env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
            "KERNELWATCH_ADMIN_TOKEN": ADMIN,
-           "KERNELWATCH_DATA_DIR": str(work / "data")}  # fmt: skip
+           "KERNELWATCH_DATA_DIR": str(work / "data"),
+           "KERNELWATCH_ALLOW_LOCAL_CLONE_URLS": "1"}  # fmt: skip
     port = free_port()
     cmd = [sys.executable, "-m", "service.cli", "serve", "--port", str(port)]
     with running(cmd, env, work / "service.log"):

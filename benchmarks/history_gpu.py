@@ -221,7 +221,7 @@ def record_history(
     confirm what it suspects)."""
     env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
            "KERNELWATCH_WEBHOOK_SECRET": SECRET, "KERNELWATCH_ADMIN_TOKEN": ADMIN,
-           "KERNELWATCH_DATA_DIR": str(work / "data"),
+           "KERNELWATCH_DATA_DIR": str(work / "data"), "KERNELWATCH_ALLOW_LOCAL_CLONE_URLS": "1",
            # Every launch profiled at every commit: a reused section would hide how much a
            # counter of identical code moves from run to run (the work notices).
            "KERNELWATCH_NCU_REUSE": "1" if ncu_reuse else "0"}  # fmt: skip

@@ -152,6 +152,12 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
     sub.add_argument("--only", help="regular expression over workload ids (testing)")
     sub.add_argument("--poll", type=float, default=5.0, help="seconds between empty claims")
     sub.add_argument(
+        "--allow-local-clones",
+        action="store_true",
+        help="let a job's clone URL be a local path (or $KERNELWATCH_ALLOW_LOCAL_CLONE_URLS=1); "
+        "other URLs only over $KERNELWATCH_CLONE_URL_SCHEMES (https,ssh)",
+    )
+    sub.add_argument(
         "--lease-interval",
         type=float,
         default=60.0,
@@ -189,6 +195,9 @@ def _agent(args: argparse.Namespace) -> int:
     from runner.agent.job import make_run_job
     from runner.agent.loop import run_agent
     from runner.host import environment  # the runner's own dependencies, checked above
+    from runner.suite.checkout import local_clones_allowed
+
+    local = args.allow_local_clones or local_clones_allowed()
 
     console = None
     if sys.stderr.isatty():  # a person watches: the log above, the job's progress bars below
@@ -205,7 +214,7 @@ def _agent(args: argparse.Namespace) -> int:
         return run_agent(
             args.server,
             args.token,
-            make_run_job(cache, args.only, console),
+            make_run_job(cache, args.only, console, local_clones=local),
             spool_dir=args.spool,
             labels=labels,
             environment=environment.collect(device, {}),

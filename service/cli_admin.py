@@ -12,6 +12,7 @@ from typing import TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 
+from service.core import clone_urls
 from service.core.db import engine_for, session_factory
 from service.core.migrate import upgrade
 from service.core.settings import Settings
@@ -122,10 +123,16 @@ def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _check_clone_url(url: str | None, settings: Settings) -> None:
+    if why := clone_urls.refusal(url, settings):
+        raise CliError(f"--clone-url: {why}")
+
+
 def enqueue(args: argparse.Namespace, settings: Settings) -> int:
     labels = parse_labels(args.labels) if args.labels else None
     job = validated(JobCreate, repository=args.repo, sha=args.sha, branch=args.branch,
                     clone_url=args.clone_url, labels=labels)  # fmt: skip
+    _check_clone_url(args.clone_url, settings)
     with _session(settings) as session:
         repo = queries.repository_or_none(session, args.repo)
         if repo is None and not args.clone_url:
@@ -157,6 +164,7 @@ def enqueue(args: argparse.Namespace, settings: Settings) -> int:
 def repo_runner_labels(args: argparse.Namespace, settings: Settings) -> int:
     label_sets = [parse_labels(text) for text in args.label_sets] or [{}]
     validated(JobCreate, repository=args.name, sha="0" * 40, clone_url=args.clone_url)
+    _check_clone_url(args.clone_url, settings)
     with _session(settings) as session:
         repo = get_or_create(
             session,

@@ -134,6 +134,7 @@ def settings(db_url: str, tmp_path: Path) -> Settings:
         admin_token=ADMIN_TOKEN,
         analyse_in_request=True,
         analysis_delay_seconds=0,
+        allow_local_clone_urls=True,  # the tests' repositories are local paths
     )
 
 

@@ -54,6 +54,8 @@ def service_process(
         KERNELWATCH_WEBHOOK_SECRET=SECRET,
         KERNELWATCH_ADMIN_TOKEN=ADMIN,
         KERNELWATCH_DATA_DIR=str(tmp_path / "data"),
+        # The tests' repositories are local paths: the service and the agent both allow them.
+        KERNELWATCH_ALLOW_LOCAL_CLONE_URLS="1",
     )
     port = free_port()
     with open(tmp_path / "service.log", "w") as log:

@@ -70,9 +70,12 @@ class TeeProgress(Progress):
             part.log(line)
 
 
-def make_run_job(cache_dir: Path, only: str | None = None, console: Any = None) -> RunJob:
+def make_run_job(
+    cache_dir: Path, only: str | None = None, console: Any = None, local_clones: bool = False
+) -> RunJob:
     """The agent's `run_job`; with `console` (a rich Console on a terminal) each job's stages are
-    drawn as progress bars too, below the log lines."""
+    drawn as progress bars too, below the log lines. `local_clones`: whether a job's clone URL
+    may be a local path (runner.suite.checkout.local_clones_allowed)."""
 
     def run_job(claim: dict[str, Any], stop: threading.Event) -> dict[str, Any]:
         job = claim["job"]
@@ -93,6 +96,7 @@ def make_run_job(cache_dir: Path, only: str | None = None, console: Any = None) 
             cache_dir=cache_dir,
             stop=stop,
             pull_request=(job.get("payload") or {}).get("pull_request"),
+            local_clones=local_clones,
         )
         progress = LogProgress(job["id"])
         bars = None

@@ -85,7 +85,7 @@ def execute_confirmation(
     progress = progress or Progress()
     started = datetime.now(UTC)
     job = uuid.uuid4().hex[:12]
-    checkouts = Checkouts(request.cache_dir)
+    checkouts = Checkouts(request.cache_dir, local=request.local_clones)
     clone = checkouts.clone_for(request.source)
     trees: list[Path] = []
     try:

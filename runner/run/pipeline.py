@@ -82,6 +82,9 @@ class RunRequest:
     # A pull request's job: {"number", "base_ref", "base_sha"} (the target branch's tip when
     # the PR was pushed); the document names the merge base with it.
     pull_request: dict[str, Any] | None = None
+    # Whether `source` may be a local path: a person's own run may; a job from the service only
+    # where the host allows it (runner.suite.checkout.local_clones_allowed).
+    local_clones: bool = True
 
 
 class JobInterrupted(Exception):
@@ -134,7 +137,7 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
 
     started = datetime.now(UTC)
     run_id = str(uuid.uuid4())
-    checkouts = Checkouts(request.cache_dir)
+    checkouts = Checkouts(request.cache_dir, local=request.local_clones)
     progress.stage("checkout")
     worktree, commit = checkouts.worktree(request.source, request.rev, f"run-{run_id}")
     clone = checkouts.clone_for(request.source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -18,11 +19,34 @@ class CheckoutError(RuntimeError):
     """git could not give us the commit; the message carries git's own words."""
 
 
-def _git(*args: str, cwd: Path | None = None, timeout: float = 600) -> str:
+# The protocols git may fetch a job's repository over, as the service allows its clone URLs
+# (service.core.clone_urls): $KERNELWATCH_CLONE_URL_SCHEMES (https,ssh by default), and local
+# paths only where they are allowed. git refuses every other (`ext::`, which runs a command).
+SCHEMES_ENV = "KERNELWATCH_CLONE_URL_SCHEMES"
+LOCAL_ENV = "KERNELWATCH_ALLOW_LOCAL_CLONE_URLS"
+DEFAULT_SCHEMES = ("https", "ssh")
+
+
+def allowed_protocols(local: bool) -> str:
+    """GIT_ALLOW_PROTOCOL's value: git behaves as if protocol.allow were `never` but for these."""
+    configured = os.environ.get(SCHEMES_ENV, "")
+    schemes = [s.strip().lower() for s in configured.split(",") if s.strip()]
+    return ":".join([*(schemes or DEFAULT_SCHEMES), *(["file"] if local else [])])
+
+
+def local_clones_allowed() -> bool:
+    return os.environ.get(LOCAL_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _git(
+    *args: str, cwd: Path | None = None, timeout: float = 600, protocols: str | None = None
+) -> str:
+    env = None if protocols is None else {**os.environ, "GIT_ALLOW_PROTOCOL": protocols}
     try:
         done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+            check=False, env=env,
+        )  # fmt: skip
     except FileNotFoundError as exc:
         raise CheckoutError("git is not installed on this runner") from exc
     except subprocess.TimeoutExpired as exc:
@@ -72,10 +96,13 @@ def commit_info(repo: Path, rev: str) -> CommitInfo:
 
 
 class Checkouts:
-    """Clones under `cache_dir/repos`, worktrees under `cache_dir/worktrees`."""
+    """Clones under `cache_dir/repos`, worktrees under `cache_dir/worktrees`; `local`: whether
+    a path (or file:// URL) may be cloned, as a person's own `run --repo .` may and a job
+    from the service may only where the host allows it (local_clones_allowed)."""
 
-    def __init__(self, cache_dir: Path) -> None:
+    def __init__(self, cache_dir: Path, local: bool = True) -> None:
         self.cache_dir = cache_dir
+        self.protocols = allowed_protocols(local)
         (cache_dir / "repos").mkdir(parents=True, exist_ok=True)
         (cache_dir / "worktrees").mkdir(parents=True, exist_ok=True)
 
@@ -87,7 +114,7 @@ class Checkouts:
         if not (clone / "HEAD").exists():
             shutil.rmtree(clone, ignore_errors=True)
             # "--": a source that starts with "-" is a path or URL, never an option.
-            _git("clone", "--bare", "--quiet", "--", source, str(clone))
+            _git("clone", "--bare", "--quiet", "--", source, str(clone), protocols=self.protocols)
         _git(
             "fetch",
             "--quiet",
@@ -97,6 +124,7 @@ class Checkouts:
             "+refs/heads/*:refs/heads/*",
             "+refs/tags/*:refs/tags/*",
             cwd=clone,
+            protocols=self.protocols,
         )
         return clone
 
@@ -106,7 +134,7 @@ class Checkouts:
         except CheckoutError:
             if _SHA.match(rev):
                 # A commit no branch points at yet (a force-push, a PR head): ask for it by sha.
-                _git("fetch", "--quiet", "origin", rev, cwd=clone)
+                _git("fetch", "--quiet", "origin", rev, cwd=clone, protocols=self.protocols)
                 return _git("rev-parse", "--verify", f"{rev}^{{commit}}", cwd=clone).strip()
             raise
 

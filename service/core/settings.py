@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AnyHttpUrl, BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class WebhookTarget(BaseModel):
@@ -60,6 +60,14 @@ class Settings(BaseSettings):
     )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
+    clone_url_schemes: Annotated[list[str], NoDecode] = Field(
+        default=["https", "ssh"],
+        description="URL schemes of the clone URLs runners are handed, comma-separated (e.g. "
+        "https,ssh); others are refused where they enter",
+    )
+    allow_local_clone_urls: bool = Field(
+        default=False, description="allow local paths (and file://) as clone URLs"
+    )
     queue_every_commit: bool = Field(
         default=False, description="queue every commit of a push, not only its head"
     )
@@ -109,6 +117,13 @@ class Settings(BaseSettings):
         default=8, ge=1, description="tries of an event before it is dropped"
     )
     notify_timeout_seconds: float = Field(default=10.0, gt=0, description="per webhook request")
+
+    @field_validator("clone_url_schemes", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("database_url")
     @classmethod

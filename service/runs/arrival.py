@@ -17,7 +17,7 @@ from typing import Any
 from anyio.to_thread import run_sync
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.core import failpoints
+from service.core import clone_urls, failpoints
 from service.core.settings import Settings
 from service.evaluation.backlog import analyse_run
 from service.runs.follow_up import after_store
@@ -45,6 +45,10 @@ async def receive(
     (`runner_id`) only under its job's lease. Raises pydantic's ValidationError, and the
     domain's errors (service.core.errors: DocumentConflict, InvalidDocument, ...)."""
     doc = RunDocument.model_validate(raw)
+    if clone_urls.refusal(doc.repository.url, settings):
+        # A document's repository URL becomes a new repository's clone URL: not one that this
+        # deployment's runners may not be handed (the measurements are kept all the same).
+        doc.repository.url = None
     if runner_id is None:
         outcome = await run_sync(partial(ingest, factory, doc, raw, digest=digest))
     else:

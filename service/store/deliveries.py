@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.core import clone_urls
 from service.core.settings import Settings
 from service.models import Repository, WebhookDelivery
 from service.models.base import utcnow
@@ -124,6 +125,7 @@ def _handle(
     branch = push.ref.removeprefix("refs/heads/")
     if push.deleted or push.after == ZERO_SHA:
         return Outcome(200, f"branch {branch} was deleted: nothing queued")
+    clone_urls.check(push.repository.clone_url, settings)
     repo = get_or_create(
         session,
         Repository,

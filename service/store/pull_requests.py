@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from service.core import clone_urls
 from service.core.settings import Settings
 from service.models import Commit, Job, PullRequest, Repository, Run
 from service.models.base import utcnow
@@ -58,6 +59,7 @@ def handle(
     pr, number = event.pull_request, event.number
     if event.action not in (*QUEUED_ON, "closed"):
         return 202, f"pull request #{number} {event.action}: nothing to do", []
+    clone_urls.check(event.repository.clone_url, settings)
     repo = get_or_create(
         session,
         Repository,

@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Query, Response
 
 from service.api.deps import AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
-from service.core import telemetry
+from service.core import clone_urls, telemetry
 from service.core.errors import ApiError
 from service.models import Job, Repository
 from service.models.base import utcnow
@@ -34,6 +34,7 @@ def create_job(
     body: JobCreate, _admin: AdminDep, session: SessionDep, settings: SettingsDep
 ) -> JobsQueued:
     """Queue a run of one commit by hand (admin)."""
+    clone_urls.check(body.clone_url, settings)
     repo = get_or_create(
         session,
         Repository,
