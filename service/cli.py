@@ -20,10 +20,13 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from service.api.app import create_app
     from service.core.telemetry import MULTIPROC_ENV
-    from service.web.connections import IDLE_ENV, PROTOCOL
+    from service.web import connections
 
-    # The protocol reads it in every worker process: Settings validated it here.
-    os.environ[IDLE_ENV] = str(settings.idle_timeout_seconds)
+    # The protocol reads them in every worker process: Settings validated them here.
+    os.environ[connections.IDLE_ENV] = str(settings.idle_timeout_seconds)
+    os.environ[connections.HEADER_ENV] = str(settings.header_timeout_seconds)
+    os.environ[connections.BODY_RATE_ENV] = str(settings.body_min_bytes_per_second)
+    os.environ[connections.MAX_BODY_ENV] = str(settings.max_body_bytes)
     level = settings.log_level.lower()
     if args.workers > 1:
         if settings.is_sqlite:
@@ -36,7 +39,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             port=args.port,
             workers=args.workers,
             log_level=level,
-            http=PROTOCOL,
+            http=connections.PROTOCOL,
         )
         sock = config.bind_socket()
         # asyncio sets TCP_NODELAY only on connections accepted from a socket it made itself
@@ -56,9 +59,8 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
             if made:
                 shutil.rmtree(made, ignore_errors=True)
         return 0
-    uvicorn.run(
-        create_app(settings), host=args.host, port=args.port, log_level=level, http=PROTOCOL
-    )
+    app = create_app(settings)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=level, http=connections.PROTOCOL)
     return 0
 
 

@@ -58,6 +58,15 @@ class Settings(BaseSettings):
     idle_timeout_seconds: float = Field(
         default=30.0, gt=0, description="close a connection idle this long mid-request"
     )
+    header_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="a request's headers must be in within this"
+    )
+    body_min_bytes_per_second: float = Field(
+        default=64 * 1024.0,
+        gt=0,
+        description="a body must arrive within the header timeout plus its length at this rate "
+        "(else 408)",
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     clone_url_schemes: Annotated[list[str], NoDecode] = Field(

@@ -1,10 +1,15 @@
-"""An HTTP protocol for uvicorn that closes connections which stop sending.
+"""An HTTP protocol for uvicorn that closes connections which stop sending, or send too slowly.
 
 uvicorn (0.54) closes a kept-alive connection that stays idle after a response, but not one that
 connects and sends nothing, nor one that stops halfway through a request: each holds a file
 descriptor for good, and ~1,000 of them exhaust a 1,024-descriptor limit so that the service
 stops accepting anyone. Here a connection that has not completed its request gets IDLE seconds
-between two reads (from the moment it connects), then it is closed.
+between two reads (from the moment it connects), then it is closed. Reads alone do not keep a
+request alive either (a client sending one header line every 10 s restarted the idle timer on
+each): its head must be in within HEADER seconds of its first byte, as nginx's
+`client_header_timeout`, and its body within as long again plus its length at
+BODY_MIN_RATE bytes a second (the longest body allowed where no length is given); past either
+deadline the client gets 408 and the connection is closed.
 """
 
 from __future__ import annotations
@@ -15,25 +20,48 @@ import os
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 IDLE_ENV = "KERNELWATCH_IDLE_TIMEOUT_SECONDS"  # Settings.idle_timeout_seconds
+HEADER_ENV = "KERNELWATCH_HEADER_TIMEOUT_SECONDS"  # Settings.header_timeout_seconds
+BODY_RATE_ENV = "KERNELWATCH_BODY_MIN_BYTES_PER_SECOND"  # Settings.body_min_bytes_per_second
+MAX_BODY_ENV = "KERNELWATCH_MAX_BODY_BYTES"  # Settings.max_body_bytes
 IDLE_SECONDS = 30.0
+HEADER_SECONDS = 10.0
+BODY_MIN_RATE = 64 * 1024.0
+MAX_BODY_BYTES = 32 * 1024 * 1024
 PROTOCOL = "service.web.connections:IdleClosingProtocol"  # uvicorn's `http=`, for every worker
+TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
+def _number(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, default))
+    except ValueError:
+        return default
 
 
 def idle_seconds() -> float:
-    try:
-        return float(os.environ.get(IDLE_ENV, IDLE_SECONDS))
-    except ValueError:
-        return IDLE_SECONDS
+    return _number(IDLE_ENV, IDLE_SECONDS)
+
+
+def body_seconds(length: int | None) -> float:
+    """How long a body of `length` bytes may take to arrive (None: of the longest allowed)."""
+    size = length if length is not None else _number(MAX_BODY_ENV, MAX_BODY_BYTES)
+    rate = max(_number(BODY_RATE_ENV, BODY_MIN_RATE), 1.0)
+    return _number(HEADER_ENV, HEADER_SECONDS) + size / rate
 
 
 class IdleClosingProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a read-idle timeout while a request is incomplete."""
+    """uvicorn's httptools protocol with a read-idle timeout while a request is incomplete, and
+    deadlines for a request's head and body."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.idle_seconds = idle_seconds()
         super().connection_made(transport)
         self._waiting_for_request = True
         self._idle: asyncio.TimerHandle | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         self._arm()
 
     def data_received(self, data: bytes) -> None:
@@ -44,15 +72,28 @@ class IdleClosingProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         self._waiting_for_request = True
         self._arm()
+        self._set_deadline(_number(HEADER_ENV, HEADER_SECONDS), "the request's headers")
         super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        length = next((v for k, v in self.headers if k == b"content-length"), None)
+        chunked = any(k == b"transfer-encoding" for k, _ in self.headers)
+        if length is None and not chunked:
+            self._clear_deadline()  # no body to wait for
+        else:
+            size = int(length) if length is not None and length.strip().isdigit() else None
+            self._set_deadline(body_seconds(size), "the request's body")
+        super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._waiting_for_request = False
         self._disarm()
+        self._clear_deadline()
         super().on_message_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._clear_deadline()
         super().connection_lost(exc)
 
     def _arm(self) -> None:
@@ -68,3 +109,21 @@ class IdleClosingProtocol(HttpToolsProtocol):
         self._idle = None
         if self._waiting_for_request and not self.transport.is_closing():
             self.transport.close()
+
+    def _set_deadline(self, seconds: float, what: str) -> None:
+        self._clear_deadline()
+        self._deadline = self.loop.call_later(seconds, self._too_slow, what, seconds)
+
+    def _clear_deadline(self) -> None:
+        if getattr(self, "_deadline", None) is not None:
+            self._deadline.cancel()  # type: ignore[union-attr]
+            self._deadline = None
+
+    def _too_slow(self, what: str, seconds: float) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is None or not self.cycle.response_started:
+            detail = b'{"detail":"%s did not arrive within %.0f s"}' % (what.encode(), seconds)
+            self.transport.write(TIMED_OUT % (len(detail), detail))
+        self.transport.close()

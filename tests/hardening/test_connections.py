@@ -63,3 +63,67 @@ def test_1100_idle_and_half_sent_connections_leave_healthz_answering(tmp_path: P
             client.close()
         service.terminate()
         service.wait(30)
+
+
+def _serve(tmp_path: Path, **env: str) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    environ = {**os.environ, "KERNELWATCH_DATA_DIR": str(tmp_path),
+               "KERNELWATCH_LOG_LEVEL": "WARNING", **env}  # fmt: skip
+    service = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--port", str(port)],
+        cwd=ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    wait_for(lambda: httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200,
+             service)  # fmt: skip
+    return service, port
+
+
+def _trickle(port: int, head: bytes, parts: list[bytes], every: float) -> tuple[bytes, float]:
+    """Send `head`, then each of `parts` `every` seconds (a read each time keeps the idle timer
+    from firing): what came back, and after how many seconds the service closed."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    started = time.monotonic()
+    client.sendall(head)
+    try:
+        for part in parts:
+            time.sleep(every)
+            client.sendall(part)
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # closed already
+    client.settimeout(30)
+    answer = b""
+    try:
+        while chunk := client.recv(65536):
+            answer += chunk
+    except ConnectionResetError:
+        pass
+    client.close()
+    return answer, time.monotonic() - started
+
+
+def test_headers_and_bodies_that_trickle_in_get_408_by_their_deadlines(tmp_path: Path) -> None:
+    service, port = _serve(
+        tmp_path, KERNELWATCH_IDLE_TIMEOUT_SECONDS="5", KERNELWATCH_HEADER_TIMEOUT_SECONDS="2",
+        KERNELWATCH_BODY_MIN_BYTES_PER_SECOND="1000", KERNELWATCH_ADMIN_TOKEN="slow",
+    )  # fmt: skip
+    try:
+        # A header line every 0.5 s: each read would restart the idle timer, not the deadline.
+        lines = [f"X-Slow-{i}: x\r\n".encode() for i in range(40)]
+        answer, took = _trickle(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n", lines, 0.5)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"headers did not arrive within 2 s" in answer
+        assert 1.5 < took < 6, took
+        # A body of 2,000 bytes may take 2 s + 2,000 / 1,000 B/s = 4 s; at 20 B every 0.5 s, no.
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                b"authorization: Bearer slow\r\ncontent-length: 2000\r\n\r\n")  # fmt: skip
+        answer, took = _trickle(port, head, [b" " * 20] * 40, 0.5)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+        assert b"body did not arrive within 4 s" in answer
+        assert 3.5 < took < 8, took
+        # The same body in time is read and answered as usual (blanks: no JSON document).
+        answer, took = _trickle(port, head, [b" " * 1000] * 2, 0.5)
+        assert answer.startswith(b"HTTP/1.1 4") and b" 408 " not in answer[:20], answer[:200]
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200
+    finally:
+        service.terminate()
+        service.wait(30)
