@@ -31,7 +31,7 @@ from service.api.routes import (
     series,
     webhooks,
 )
-from service.core.db import engine_for, session_factory
+from service.core.db import engine_for, health_engine, session_factory
 from service.core.migrate import upgrade
 from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         upgrade(engine)
 
     factory = session_factory(engine)
+    health_db = health_engine(settings)
 
     analysis = AnalysisWorker(factory, settings)
 
@@ -77,6 +78,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         engine.dispose()
+        health_db.dispose()
 
     # /docs and /redoc with Swagger UI and ReDoc served from here (fastapi-offline bundles
     # them), not from a CDN: they work on a network without internet. Under /static/, which is
@@ -90,6 +92,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.state.health_engine = health_db
     app.state.session_factory = factory
     app.state.analysis = analysis
     install_error_handlers(app)

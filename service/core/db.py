@@ -84,6 +84,26 @@ def create_db_engine(url: str, timeouts: Timeouts | None = None) -> Engine:
     )
 
 
+HEALTH_SECONDS = 1.0  # /healthz answers within this, whatever the main pool is doing
+
+
+def health_engine(settings: Settings) -> Engine:
+    """An engine of its own for /healthz: one connection that no request can take, and timeouts
+    well under HEALTH_SECONDS, so that a service whose pool is exhausted (every connection held
+    by requests that wait on a lock) still says so at once."""
+    url = settings.effective_database_url
+    if make_url(url).get_backend_name() == "sqlite":
+        return create_engine(url, connect_args={"check_same_thread": False, "timeout": 0.5})
+    return create_engine(
+        url,
+        pool_size=1,
+        max_overflow=0,
+        pool_timeout=HEALTH_SECONDS / 2,
+        pool_pre_ping=True,
+        connect_args={"connect_timeout": 1, "options": "-c statement_timeout=500"},
+    )
+
+
 def engine_for(settings: Settings) -> Engine:
     timeouts = Timeouts(
         connect=settings.database_connect_timeout_seconds,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select, text
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
@@ -103,6 +103,13 @@ def queued_jobs(session: Session, kind: str, sha: str) -> int:
         )
         or 0
     )
+
+
+def ping_engine(engine: Engine) -> str:
+    """One round trip to the database on a connection of `engine`; its dialect's name."""
+    with engine.connect() as conn:
+        conn.execute(text("SELECT 1"))
+    return engine.dialect.name
 
 
 def ping(session: Session) -> str:

@@ -82,3 +82,37 @@ def test_a_frozen_database_answers_503_within_the_statement_timeout(
     finally:
         release.set()
         holder.join(30)
+
+
+def test_healthz_answers_within_a_second_while_every_connection_and_thread_waits(
+    settings: Settings,
+) -> None:
+    """Every pooled connection held, and 60 requests (more than the thread pool's 40) waiting
+    for one: /healthz still answers at once, on its own connection and threads, and says how
+    many connections are in use."""
+    settings.database_pool_timeout_seconds = 6
+    app = create_app(settings, migrate=False)
+    pool = app.state.engine.pool
+    held = [app.state.engine.connect() for _ in range(pool.size() + pool._max_overflow)]
+    waiting: list[threading.Thread] = []
+    try:
+        with LiveServer(app) as live:
+            for _ in range(60):
+                waiting.append(threading.Thread(target=httpx.get, daemon=True, kwargs={
+                    "url": f"{live.url}/api/v1/runners", "timeout": 30,
+                    "headers": {"Authorization": f"Bearer {ADMIN_TOKEN}"}}))  # fmt: skip
+                waiting[-1].start()
+            time.sleep(1)  # they hold every thread now, waiting for a connection
+            for _ in range(3):
+                started = time.monotonic()
+                answer = httpx.get(f"{live.url}/healthz", timeout=30)
+                assert time.monotonic() - started < 1.0
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["connections"] == f"{len(held)} of {len(held)} in use"
+            for conn in held:
+                conn.close()
+            for thread in waiting:
+                thread.join(30)
+    finally:
+        for conn in held:
+            conn.close()

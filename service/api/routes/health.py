@@ -1,28 +1,57 @@
-"""Liveness: the database answers and the data directory has room."""
+"""Liveness: the database answers and the data directory has room, said within a second."""
 
 from __future__ import annotations
 
 import shutil
 from typing import Any
 
-from fastapi import APIRouter
+import anyio
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from service.api.deps import SessionDep, SettingsDep
+from service.api.deps import SettingsDep
 from service.api.errors import RETRY_AFTER_SECONDS
+from service.core.db import HEALTH_SECONDS
 from service.store import queries
 
 router = APIRouter(tags=["health"])
+# Threads of /healthz's own: requests that hold every thread of the default pool (each waiting
+# for a database connection) must not keep the health check waiting for one.
+_threads: list[anyio.CapacityLimiter] = []
+
+
+async def _ping(request: Request) -> str:
+    """The database's dialect, or why it did not answer in time (the health engine's own
+    connection and thread: service.core.db.health_engine)."""
+    if not _threads:
+        _threads.append(anyio.CapacityLimiter(4))
+    engine = request.app.state.health_engine
+    with anyio.move_on_after(HEALTH_SECONDS * 0.8):
+        try:
+            return await anyio.to_thread.run_sync(
+                queries.ping_engine, engine, limiter=_threads[0], abandon_on_cancel=True
+            )
+        except Exception as exc:  # down, frozen (statement timeout), out of connections
+            return f"unreachable: {type(exc).__name__}"
+    return f"unreachable: no answer within {HEALTH_SECONDS * 0.8:.1f} s"
+
+
+def _pool(request: Request) -> str:
+    """How many of the request pool's connections are in use: all of them, and requests wait
+    for one (up to KERNELWATCH_DATABASE_POOL_TIMEOUT_SECONDS, then 503)."""
+    pool = request.app.state.engine.pool
+    size, overflow = getattr(pool, "size", None), getattr(pool, "_max_overflow", None)
+    if not callable(size) or overflow is None:
+        return "not pooled"
+    return f"{pool.checkedout()} of {size() + max(overflow, 0)} in use"
 
 
 @router.get("/healthz", response_model=None)
-def healthz(session: SessionDep, settings: SettingsDep) -> dict[str, Any] | JSONResponse:
+async def healthz(request: Request, settings: SettingsDep) -> dict[str, Any] | JSONResponse:
     """200 when the database answers and the data directory has free disk; else 503 naming which."""
     problems: list[str] = []
-    try:
-        database = queries.ping(session)
-    except Exception as exc:  # down, frozen (statement timeout), out of connections
-        database = f"unreachable: {type(exc).__name__}"
+    database = await _ping(request)
+    if database.startswith("unreachable"):
         problems.append(f"database {database}")
     folder = settings.data_dir
     existing = next((p for p in (folder, *folder.parents) if p.exists()), folder.anchor or "/")
@@ -31,7 +60,8 @@ def healthz(session: SessionDep, settings: SettingsDep) -> dict[str, Any] | JSON
     if free < settings.healthz_min_free_bytes:
         disk += f", under the {settings.healthz_min_free_bytes / 2**30:.1f} GiB needed"
         problems.append(f"disk: {disk}")
-    body = {"status": "ok" if not problems else "unhealthy", "database": database, "disk": disk}
+    body = {"status": "ok" if not problems else "unhealthy", "database": database, "disk": disk,
+            "connections": _pool(request)}  # fmt: skip
     if problems:
         body["detail"] = "; ".join(problems)
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
