@@ -99,3 +99,25 @@ def test_labels_a_runner_reports_never_widen_what_its_token_may_claim(
     assert listed["b200-a"]["claims_by"] == {"gpu": "b200-secret-pool", "runner": "b200-a"}
     assert listed["b200-b"]["claims_by"] == {"runner": "b200-b"}
     assert listed["anyone"]["claims_by"] == {"runner": "anyone"}
+
+
+def test_a_runner_cannot_post_under_another_runners_lease(
+    server: LiveServer, engine: Engine
+) -> None:
+    """Runner B with runner A's job id and lease token: refused, nothing stored, A's job its own."""
+    make_jobs(engine, 1)
+    with (
+        server.client(make_runner(engine, "h100-a")) as a,
+        server.client(make_runner(engine, "h100-b")) as b,
+    ):
+        claimed, doc = _claimed_document(a)
+        doc.pop("runner", None)  # naming no runner: only the lease can tell A's post from B's
+        answer = b.post("/api/v1/runs", json=doc)
+        assert answer.status_code == 409, answer.text
+        assert "leased to another runner" in answer.json()["detail"]
+        assert _runs(engine) == 0
+        attempt = {"attempt_token": claimed["attempt_token"]}
+        for path in ("lease", "fail"):
+            refused = b.post(f"/api/v1/jobs/{claimed['job']['id']}/{path}", json=attempt)
+            assert refused.status_code == 409, (path, refused.text)
+        assert a.post("/api/v1/runs", json=doc).status_code == 201
