@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,8 +22,51 @@ MAX_DEPTH = 64
 _CONTAINERS = frozenset((dict, list))
 
 
+def require_json(request: Request, what: str) -> None:
+    """415 unless the request says its body is JSON (application/json, or a +json type)."""
+    given = request.headers.get("content-type", "")
+    media = given.split(";", 1)[0].strip().lower()
+    json_like = media.startswith("application/") and media.endswith("+json")
+    if media == "application/json" or json_like:
+        return
+    said = f"Content-Type {given!r}" if given else "no Content-Type"
+    raise ApiError(415, f"{said}: send {what} as application/json")
+
+
 async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
-    """The raw body chunk by chunk, refused with 413 as soon as it is known to exceed `limit`."""
+    """The body chunk by chunk, decompressed where it came gzipped (Content-Encoding: gzip), and
+    refused with 413 as soon as it is known to exceed `limit`, before or after decompression
+    (a small gzipped body that would inflate past it, a decompression bomb, is cut off there)."""
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        async for chunk in raw_body(request, limit):
+            yield chunk
+        return
+    if encoding != "gzip":
+        raise ApiError(415, f"Content-Encoding {encoding!r} is not supported: send gzip or none")
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    size = 0
+    async for chunk in raw_body(request, limit):
+        pending = chunk
+        while pending:
+            try:
+                out = inflate.decompress(pending, limit + 1 - size)
+            except zlib.error as exc:
+                raise ApiError(422, f"body is not valid gzip: {exc}") from None
+            size += len(out)
+            if size > limit:
+                raise ApiError(413, f"body is over the {limit}-byte limit once decompressed")
+            yield out
+            pending = inflate.unconsumed_tail
+        if inflate.eof:
+            break
+    if not inflate.eof:
+        raise ApiError(422, "body is not valid gzip: it ends before its stream does")
+
+
+async def raw_body(request: Request, limit: int) -> AsyncIterator[bytes]:
+    """The body as sent (a signed webhook's: its signature is over these bytes), refused with
+    413 as soon as it is known to exceed `limit`."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ApiError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
@@ -36,7 +80,8 @@ async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refused with 413 as soon as it is known to exceed `limit`."""
+    """The body (decompressed where it came gzipped), refused with 413 as soon as it is known to
+    exceed `limit`."""
     return b"".join([chunk async for chunk in stream_body(request, limit)])
 
 

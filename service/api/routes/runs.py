@@ -8,7 +8,7 @@ from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from service.api.body import parse_document, read_body
+from service.api.body import parse_document, read_body, require_json
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core import telemetry
@@ -45,6 +45,7 @@ async def post_run(
 ) -> JSONResponse:
     """Store a result document (idempotent per run id); a runner needs the job's lease."""
     started = time.perf_counter()
+    require_json(request, "the result document")
     body = await read_body(request, settings.max_body_bytes)
     raw, digest = parse_document(body)
     runner_id = None

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from service.api.body import check_depth, stream_body, too_deep
+from service.api.body import check_depth, raw_body, too_deep
 from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import ApiError
@@ -59,7 +59,7 @@ async def read_signed_body(request: Request, secret: str, header: str | None, li
     claimed = _claimed_signature(header)
     mac = hmac.new(secret.encode(), digestmod=hashlib.sha256)
     with tempfile.SpooledTemporaryFile(max_size=UNCHECKED_IN_MEMORY) as held:
-        async for chunk in stream_body(request, limit):
+        async for chunk in raw_body(request, limit):
             mac.update(chunk)
             held.write(chunk)
         _check_signature(claimed, mac.hexdigest())
