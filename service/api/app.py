@@ -7,13 +7,12 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
-from fastapi.openapi.utils import get_openapi
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
+from service.api import openapi
 from service.api.access import ReadAccess
 from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import RefuseNulInUrl, install_error_handlers
@@ -41,7 +40,6 @@ from service.pages import commit as commit_page
 from service.pages import compare as compare_page
 from service.pages import overview, pulls, trends, vendor
 from service.pages.render import STATIC_DIR
-from service.schemas.document import RunDocument
 
 log = logging.getLogger(__name__)
 DOCS_ASSETS = "/static/docs"
@@ -116,23 +114,5 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    app.openapi = lambda: openapi.describe(app)  # type: ignore[method-assign]
     return app
-
-
-def _openapi(app: FastAPI) -> dict[str, Any]:
-    """OpenAPI with the result document's schema, which the runs route reads by hand."""
-    if app.openapi_schema:
-        return app.openapi_schema
-    schema = get_openapi(
-        title=app.title, version=app.version, summary=app.summary, routes=app.routes
-    )
-    document = RunDocument.model_json_schema(ref_template="#/components/schemas/{model}")
-    components = schema.setdefault("components", {}).setdefault("schemas", {})
-    components.update(document.pop("$defs", {}))
-    # Pydantic may answer with the model among its own $defs and a bare $ref to it: that $ref
-    # must not replace the definition (a component pointing at itself broke /redoc).
-    if set(document) != {"$ref"}:
-        components["RunDocument"] = document
-    app.openapi_schema = schema
-    return schema

@@ -18,10 +18,12 @@ from service.store import queries
 
 # The plain ones live beside settings (service.pages uses them too); the routes take them here.
 from service.web.deps import MAX_ID as MAX_ID
+from service.web.deps import SHA_PATTERN as SHA_PATTERN
 from service.web.deps import RowId as RowId
 from service.web.deps import SessionDep as SessionDep
 from service.web.deps import SessionFactoryDep as SessionFactoryDep
 from service.web.deps import SettingsDep as SettingsDep
+from service.web.deps import ShaPath as ShaPath
 
 _bearer = HTTPBearer(auto_error=False, description="admin token or runner token")
 CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]

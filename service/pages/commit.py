@@ -19,7 +19,7 @@ from service.schemas.metrics import MetricPublic, WorkloadPublic
 from service.store import dashboard_reads as store
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
-from service.web.deps import SessionDep
+from service.web.deps import SessionDep, ShaPath
 
 router = APIRouter(tags=["pages"])
 MAX_BARS = 40
@@ -158,7 +158,7 @@ def _run_detail(run: Any, peak: Any) -> dict[str, Any]:
 # The twin before the page: /commits/{sha} would otherwise match abc.json.
 @router.get("/commits/{sha}.json")
 def commit_json(
-    sha: str, session: SessionDep, repository: str | None = None, branch: str | None = None
+    sha: ShaPath, session: SessionDep, repository: str | None = None, branch: str | None = None
 ) -> Response:
     """The commit page's data: the commit's metrics, derived rows and its runs' details."""
     return json_twin(commit_data(session, sha, repository, branch)[0])

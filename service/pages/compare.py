@@ -3,9 +3,9 @@ impact; without both, recent commits to pick from."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
@@ -17,7 +17,7 @@ from service.evaluation.compare import compare_commits
 from service.pages.render import html_page, json_twin
 from service.store import dashboard_reads as store
 from service.store.queries import repository_named
-from service.web.deps import SessionDep
+from service.web.deps import SHA_PATTERN, SessionDep
 
 router = APIRouter(tags=["pages"])
 MAX_BARS = 40
@@ -55,8 +55,8 @@ def compare_data(
 @router.get("/compare.json")
 def compare_json(
     session: SessionDep,
-    base: str | None = None,
-    head: str | None = None,
+    base: Annotated[str | None, Query(pattern=SHA_PATTERN)] = None,
+    head: Annotated[str | None, Query(pattern=SHA_PATTERN)] = None,
     repository: str | None = None,
 ) -> Response:
     """The compare page's data; without base and head, recent commits to pick from."""

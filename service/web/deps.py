@@ -30,5 +30,10 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 # Row ids are 32-bit integers on PostgreSQL: a larger one names nothing and must not reach SQL.
 MAX_ID = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ID)]
+# A commit in a URL: its full sha or a unique prefix of it.
+SHA_PATTERN = r"^[0-9A-Fa-f]{4,40}$"
+ShaPath = Annotated[
+    str, Path(pattern=SHA_PATTERN, description="a commit's sha, or 4 or more of its first digits")
+]
 SessionFactoryDep = Annotated[sessionmaker[Session], Depends(get_session_factory)]
 SessionDep = Annotated[Session, Depends(get_session)]

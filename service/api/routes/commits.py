@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 from fastapi import APIRouter, Query, Response
 
-from service.api.deps import SessionDep
+from service.api.deps import SessionDep, ShaPath
 from service.evaluation.commit_metrics import commit_metrics_data
 from service.schemas.metrics import CommitMetrics
 from service.store.commits import resolve_commit
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
 
 @router.get("/{sha}/metrics", response_model=CommitMetrics)
 def get_commit_metrics(
-    sha: str,
+    sha: ShaPath,
     session: SessionDep,
     repository: str | None = Query(None, description="owner/name, when a sha is in several"),
     branch: str | None = Query(None, description="default: the branch of the newest run"),

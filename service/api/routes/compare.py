@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Query
 
-from service.api.deps import SessionDep
+from service.api.deps import SHA_PATTERN, SessionDep
 from service.evaluation.compare import compare_commits
 from service.schemas.alerts import ComparisonPublic
 
@@ -14,8 +14,8 @@ router = APIRouter(prefix="/api/v1/compare", tags=["compare"])
 @router.get("", response_model=ComparisonPublic)
 def compare(
     session: SessionDep,
-    base: str = Query(..., description="full or short sha"),
-    head: str = Query(..., description="full or short sha"),
+    base: str = Query(..., description="full or short sha", pattern=SHA_PATTERN),
+    head: str = Query(..., description="full or short sha", pattern=SHA_PATTERN),
     repository: str | None = None,
 ) -> ComparisonPublic:
     """Every series measured at both commits: change and significance, by impact."""

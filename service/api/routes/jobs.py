@@ -6,7 +6,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Query, Response
 
-from service.api.deps import AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
+from service.api.deps import SHA_PATTERN, AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
 from service.core import clone_urls, telemetry
 from service.core.errors import ApiError
 from service.models import Job, Repository
@@ -63,7 +63,9 @@ def list_jobs(
     session: SessionDep,
     state: State | None = None,
     repository: str | None = None,
-    commit: str | None = Query(None, description="full sha or a prefix of at least 4"),
+    commit: str | None = Query(
+        None, description="full sha or a prefix of at least 4", pattern=SHA_PATTERN
+    ),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[JobPublic]:
     """Jobs, newest first, filtered by state, repository and commit."""
@@ -82,6 +84,12 @@ def get_job(job_id: RowId, session: SessionDep) -> JobPublic:
     if job is None:
         raise ApiError(404, f"no job {job_id}")
     return jobs_public(session, [job])[0]
+
+
+@router.get("/claim", include_in_schema=False)
+def claim_is_a_post() -> None:
+    """GET of the claim: 405, not a job id that is no number."""
+    raise ApiError(405, "claim a job with POST", headers={"Allow": "POST"})
 
 
 @router.post(

@@ -1,0 +1,88 @@
+"""The OpenAPI description as the service answers: the result document's schema (the runs route
+reads its body by hand), the error statuses each operation can answer, and the one shape of
+every error body, `{"detail", "errors"?}` (service.api.errors), in place of FastAPI's default
+422 body, which this service never sends."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from service.schemas.document import RunDocument
+
+ERROR_BODY: dict[str, Any] = {
+    "title": "ErrorBody",
+    "type": "object",
+    "required": ["detail"],
+    "properties": {
+        "detail": {"type": "string", "description": "what is wrong, in words a person can act on"},
+        "errors": {
+            "type": "array",
+            "description": "422: each invalid field, where it is and what is wrong with it",
+            "items": {
+                "type": "object",
+                "required": ["loc", "msg"],
+                "properties": {"loc": {"type": "string"}, "msg": {"type": "string"}},
+            },
+        },
+    },
+}
+# What each error status means here; every operation may answer those of READ_ERRORS, and one
+# that takes a body those of WRITE_ERRORS too.
+ERRORS = {
+    400: "a NUL in the URL, or a reference that names several things or none at all",
+    401: "a token is missing or wrong (reads too, where KERNELWATCH_READ_TOKEN is set)",
+    404: "what the request names does not exist, or has no results yet",
+    409: "the request contradicts the state it would change (a lease gone, a run stored "
+    "with other contents)",
+    413: "the body is over the size limit (after decompression)",
+    415: "the body is not said to be JSON, or is encoded other than gzip",
+    422: "the request is well-formed but cannot be stored or answered as it is: `errors` "
+    "names each field",
+    503: "the database (or the webhook secret) is not available; try again after Retry-After",
+}
+READ_ERRORS = (400, 401, 404, 422, 503)
+WRITE_ERRORS = (*READ_ERRORS, 409, 413, 415)
+_REF = "#/components/schemas/ErrorBody"
+
+
+def _no_nul(schema: dict[str, Any]) -> None:
+    """A URL parameter's text holds no NUL (service.api.errors.RefuseNulInUrl answers 400)."""
+    for option in schema.get("anyOf", [schema]):
+        if option.get("type") == "string" and "pattern" not in option:
+            option["pattern"] = "^[^\\x00]*$"
+        if option.get("type") == "array":
+            _no_nul(option.get("items", {}))
+
+
+def describe(app: FastAPI) -> dict[str, Any]:
+    """The app's OpenAPI description (built once)."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, routes=app.routes
+    )
+    document = RunDocument.model_json_schema(ref_template="#/components/schemas/{model}")
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(document.pop("$defs", {}))
+    # Pydantic may answer with the model among its own $defs and a bare $ref to it: that $ref
+    # must not replace the definition (a component pointing at itself broke /redoc).
+    if set(document) != {"$ref"}:
+        components["RunDocument"] = document
+    components["ErrorBody"] = ERROR_BODY
+    for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's, never sent here
+        components.pop(name, None)
+    for operations in schema.get("paths", {}).values():
+        for method, operation in operations.items():
+            for parameter in operation.get("parameters", []):
+                _no_nul(parameter.get("schema", {}))
+            responses = operation.setdefault("responses", {})
+            for status in WRITE_ERRORS if method in ("post", "put", "patch") else READ_ERRORS:
+                responses[str(status)] = {
+                    "description": ERRORS[status],
+                    "content": {"application/json": {"schema": {"$ref": _REF}}},
+                }
+    app.openapi_schema = schema
+    return schema
