@@ -10,6 +10,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from service.core import clone_urls
+from service.core.settings import Settings
 from service.schemas.document import RunDocument
 
 ERROR_BODY: dict[str, Any] = {
@@ -48,13 +50,40 @@ WRITE_ERRORS = (*READ_ERRORS, 409, 413, 415)
 _REF = "#/components/schemas/ErrorBody"
 
 
-def _no_nul(schema: dict[str, Any]) -> None:
-    """A URL parameter's text holds no NUL (service.api.errors.RefuseNulInUrl answers 400)."""
-    for option in schema.get("anyOf", [schema]):
-        if option.get("type") == "string" and "pattern" not in option:
-            option["pattern"] = "^[^\\x00]*$"
-        if option.get("type") == "array":
-            _no_nul(option.get("items", {}))
+# Text the service stores holds no NUL (service.schemas.text): a body's string with one is
+# refused (422), a URL's too (400). (Nor a lone surrogate, which JSON text cannot carry as such.)
+STORABLE = "[^\\x00]*"
+
+
+def _clone_urls(model: dict[str, Any], settings: Settings) -> None:
+    """A job's clone URL as this deployment allows it (service.core.clone_urls)."""
+    allowed = clone_urls.pattern(settings)
+    field = model.get("properties", {}).get("clone_url", {})
+    for option in field.get("anyOf", [field]):
+        if allowed and option.get("type") == "string":
+            option["pattern"] = f"^$|(?:{allowed}){STORABLE}$"
+
+
+def _storable(schema: Any) -> None:
+    """Every string of `schema` (walked through properties, items, anyOf) that has no pattern
+    of its own gets STORABLE's."""
+    if not isinstance(schema, dict):
+        return
+    free = "pattern" not in schema and "enum" not in schema and "format" not in schema
+    if schema.get("type") == "string" and free:
+        schema["pattern"] = f"^{STORABLE}$"
+    if schema.get("type") == "object":
+        schema.setdefault("propertyNames", {}).setdefault("pattern", f"^{STORABLE}$")  # keys too
+        if "patternProperties" in schema:  # (labels): a key of no pattern is refused
+            schema.setdefault("additionalProperties", False)
+    for key in ("properties", "$defs"):
+        for child in (schema.get(key) or {}).values():
+            _storable(child)
+    for key in ("items", "additionalProperties"):
+        _storable(schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for child in schema.get(key) or []:
+            _storable(child)
 
 
 def describe(app: FastAPI) -> dict[str, Any]:
@@ -71,13 +100,16 @@ def describe(app: FastAPI) -> dict[str, Any]:
     # must not replace the definition (a component pointing at itself broke /redoc).
     if set(document) != {"$ref"}:
         components["RunDocument"] = document
+    for component in components.values():
+        _storable(component)
     components["ErrorBody"] = ERROR_BODY
+    _clone_urls(components.get("JobCreate", {}), app.state.settings)
     for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's, never sent here
         components.pop(name, None)
     for operations in schema.get("paths", {}).values():
         for method, operation in operations.items():
             for parameter in operation.get("parameters", []):
-                _no_nul(parameter.get("schema", {}))
+                _storable(parameter.get("schema", {}))
             responses = operation.setdefault("responses", {})
             for status in WRITE_ERRORS if method in ("post", "put", "patch") else READ_ERRORS:
                 responses[str(status)] = {

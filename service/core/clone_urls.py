@@ -51,6 +51,20 @@ def refusal(url: str | None, settings: Settings) -> str | None:
     )
 
 
+def pattern(settings: Settings) -> str | None:
+    """A regular expression of the clone URLs `refusal` lets pass (or none left empty), for the
+    OpenAPI description; None where local paths are allowed (then nearly any text is a path)."""
+    if settings.allow_local_clone_urls:
+        return None
+    allowed = sorted({s.strip().lower() for s in settings.clone_url_schemes} - {"file"})
+    options = ["^$"]
+    if schemes := [re.escape(s) for s in allowed if s != LOCAL]:
+        options.append(f"^(?:{'|'.join(schemes)})://")
+    if "ssh" in allowed:
+        options.append(_SCP_LIKE.pattern)
+    return "|".join(options)
+
+
 def check(url: str | None, settings: Settings) -> None:
     """Refuse (422) a clone URL that `refusal` refuses."""
     if why := refusal(url, settings):

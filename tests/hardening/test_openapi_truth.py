@@ -35,16 +35,20 @@ POSITIVE_DATA_BEYOND_SCHEMA = {
     "POST /api/v1/runs": "a result document's cross-field rules",
     # a body in a format the query names (nvbench JSON, CSV), parsed by the importer
     "POST /api/v1/imports/{format}": "the imported file's format",
-    # a clone URL of a scheme the deployment allows (KERNELWATCH_CLONE_URL_SCHEMES)
-    "POST /api/v1/jobs": "the deployment's clone URL schemes",
     # one series named by id, or by repository, workload, kernel and metric together
     "GET /api/v1/series": "which parameters name one series together",
+    # a short sha that names several commits (400, with the candidates)
+    "GET /api/v1/commits/{sha}/metrics": "a short sha unique among the stored commits",
+    "GET /commits/{sha}.json": "a short sha unique among the stored commits",
+    "GET /api/v1/compare": "a short sha unique among the stored commits",
+    "GET /compare.json": "a short sha unique among the stored commits",
 }
 
 
 @pytest.fixture
 def live(settings: Settings) -> Iterator[LiveServer]:
     settings.webhook_secret = "openapi-secret"  # else the webhook answers 503: webhooks off
+    settings.allow_local_clone_urls = False  # the default, whose clone URLs have a pattern
     with LiveServer(create_app(settings, migrate=False)) as server:
         yield server
 
