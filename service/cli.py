@@ -22,6 +22,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from service.core.telemetry import MULTIPROC_ENV
     from service.web import connections
 
+    _check_schema(settings)
     # The protocol reads them in every worker process: Settings validated them here.
     os.environ[connections.IDLE_ENV] = str(settings.idle_timeout_seconds)
     os.environ[connections.HEADER_ENV] = str(settings.header_timeout_seconds)
@@ -76,6 +77,26 @@ def _demo(args: argparse.Namespace, settings: Settings) -> int:
     print(f"{count} documents loaded; open http://{args.host}:{args.port}/")
     args.workers = 1
     return _serve(args, demo)
+
+
+def _check_schema(settings: Settings) -> None:
+    """Refuse to serve a database whose schema this kernelwatch cannot use, saying what to run:
+    behind (PostgreSQL: `db upgrade`; SQLite migrates itself on start), empty, or ahead."""
+    from service.core.db import engine_for
+    from service.core.migrate import head_revision, known_revisions, schema_problem
+    from service.store.queries import ping_engine
+
+    engine = engine_for(settings)
+    try:
+        _, current = ping_engine(engine)
+    except Exception:  # unreachable: serve anyway, /healthz and every answer say so (503)
+        return
+    finally:
+        engine.dispose()
+    if settings.is_sqlite and (current is None or current in known_revisions()):
+        return  # create_app brings it to the head
+    if problem := schema_problem(current, head_revision()):
+        raise cli_admin.CliError(problem)
 
 
 def _db_upgrade(_args: argparse.Namespace, settings: Settings) -> int:

@@ -31,7 +31,7 @@ from service.api.routes import (
     webhooks,
 )
 from service.core.db import engine_for, health_engine, session_factory
-from service.core.migrate import upgrade
+from service.core.migrate import head_revision, upgrade
 from service.core.runtime import tune_garbage_collector
 from service.core.settings import Settings
 from service.integrations import notify
@@ -91,6 +91,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.health_engine = health_db
+    app.state.schema_head = head_revision()
     app.state.session_factory = factory
     app.state.analysis = analysis
     install_error_handlers(app)

@@ -52,3 +52,40 @@ def _migrate(engine: Engine, step: Callable[[Config, str], None], revision: str)
             if sqlite:
                 connection.exec_driver_sql("PRAGMA foreign_keys=ON")
                 connection.commit()
+
+
+def head_revision() -> str:
+    """The newest revision this kernelwatch's migrations know."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    return head
+
+
+def known_revisions() -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    return {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+
+
+def schema_problem(current: str | None, head: str) -> str | None:
+    """What is wrong with a database whose schema is at `current` for this kernelwatch (whose
+    newest revision is `head`), and the command that fixes it; None when they agree."""
+    if current == head:
+        return None
+    if current is None:
+        return (
+            f"the database has no kernelwatch schema (this kernelwatch needs revision {head}): "
+            "run `kernelwatch db upgrade` first"
+        )
+    if current not in known_revisions():
+        return (
+            f"the database's schema is at revision {current}, which this kernelwatch does not "
+            f"know (it needs {head}): a newer kernelwatch migrated it; run that version, or "
+            "point KERNELWATCH_DATABASE_URL at another database"
+        )
+    return (
+        f"the database's schema is at revision {current}, behind this kernelwatch's {head}: "
+        "run `kernelwatch db upgrade`"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, func, select, text
+from sqlalchemy import Engine, func, inspect, select, text
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
@@ -105,11 +105,15 @@ def queued_jobs(session: Session, kind: str, sha: str) -> int:
     )
 
 
-def ping_engine(engine: Engine) -> str:
-    """One round trip to the database on a connection of `engine`; its dialect's name."""
+def ping_engine(engine: Engine) -> tuple[str, str | None]:
+    """One round trip to the database on a connection of `engine`: its dialect's name and the
+    revision its schema is at (None: no kernelwatch schema)."""
     with engine.connect() as conn:
-        conn.execute(text("SELECT 1"))
-    return engine.dialect.name
+        tables = inspect(conn).get_table_names()
+        revision = None
+        if "alembic_version" in tables:
+            revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    return engine.dialect.name, revision
 
 
 def ping(session: Session) -> str:

@@ -12,25 +12,29 @@ from fastapi.responses import JSONResponse
 from service.api.deps import SettingsDep
 from service.api.errors import RETRY_AFTER_SECONDS
 from service.core.db import HEALTH_SECONDS
+from service.core.migrate import schema_problem
 from service.store import queries
 
 router = APIRouter(tags=["health"])
 # Threads of /healthz's own: requests that hold every thread of the default pool (each waiting
 # for a database connection) must not keep the health check waiting for one.
 _threads: list[anyio.CapacityLimiter] = []
+UNUSABLE = "schema unusable"
 
 
 async def _ping(request: Request) -> str:
     """The database's dialect, or why it did not answer in time (the health engine's own
-    connection and thread: service.core.db.health_engine)."""
+    connection and thread: service.core.db.health_engine), or why its schema will not do."""
     if not _threads:
         _threads.append(anyio.CapacityLimiter(4))
     engine = request.app.state.health_engine
     with anyio.move_on_after(HEALTH_SECONDS * 0.8):
         try:
-            return await anyio.to_thread.run_sync(
+            dialect, revision = await anyio.to_thread.run_sync(
                 queries.ping_engine, engine, limiter=_threads[0], abandon_on_cancel=True
             )
+            problem = schema_problem(revision, request.app.state.schema_head)
+            return f"{UNUSABLE}: {problem}" if problem else dialect
         except Exception as exc:  # down, frozen (statement timeout), out of connections
             return f"unreachable: {type(exc).__name__}"
     return f"unreachable: no answer within {HEALTH_SECONDS * 0.8:.1f} s"
@@ -51,7 +55,7 @@ async def healthz(request: Request, settings: SettingsDep) -> dict[str, Any] | J
     """200 when the database answers and the data directory has free disk; else 503 naming which."""
     problems: list[str] = []
     database = await _ping(request)
-    if database.startswith("unreachable"):
+    if database.startswith(("unreachable", UNUSABLE)):
         problems.append(f"database {database}")
     folder = settings.data_dir
     existing = next((p for p in (folder, *folder.parents) if p.exists()), folder.anchor or "/")
