@@ -9,6 +9,9 @@ import socket
 import sys
 import tempfile
 
+from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
+
 from service import cli_admin, cli_import
 from service.core.logging import configure_logging
 from service.core.settings import Settings
@@ -112,19 +115,31 @@ def _db_upgrade(_args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is no TCP port: give 1 to 65535")
+    return int(text)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return int(text)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelwatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the API and pages")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    serve.add_argument("--port", type=_port, default=8000)
+    serve.add_argument("--workers", type=_positive, default=1, help="server processes (default 1)")
     serve.set_defaults(func=_serve)
     demo = sub.add_parser(
         "demo", help="load a history recorded on an H100 into a demo database and serve it"
     )
     demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=8000)
+    demo.add_argument("--port", type=_port, default=8000)
     demo.set_defaults(func=_demo)
     db = sub.add_parser("db", help="database schema")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -136,12 +151,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    settings = Settings()
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        wrong = "; ".join(
+            f"KERNELWATCH_{str(e['loc'][0]).upper()}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
+        print(f"kernelwatch: {wrong}", file=sys.stderr)
+        return 2
     configure_logging(settings.log_level)
     try:
         return args.func(args, settings)
     except cli_admin.CliError as exc:
         print(f"kernelwatch: {exc}", file=sys.stderr)
+        return 1
+    except OperationalError as exc:
+        reason = str(exc.orig or exc).strip().splitlines()[0]
+        print(f"kernelwatch: the database does not answer ({reason}): check "
+              "KERNELWATCH_DATABASE_URL and that the server runs", file=sys.stderr)  # fmt: skip
+        return 1
+    except OSError as exc:
+        where = exc.filename or settings.data_dir
+        print(f"kernelwatch: {exc.strerror or exc}: {where} (KERNELWATCH_DATA_DIR must be a folder "
+              "this user can create and write)", file=sys.stderr)  # fmt: skip
         return 1
 
 

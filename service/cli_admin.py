@@ -63,7 +63,9 @@ def runner_name(name: str) -> str:
 
 def parse_labels(text: str) -> dict[str, str]:
     labels: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in (part.strip() for part in text.split(",") if text.strip()):
+        if not item:
+            raise CliError(f"labels {text!r}: an empty label between commas; write k=v,k=v")
         if not _LABEL.match(item):
             raise CliError(f"label {item!r} is not key=value")
         key, value = item.split("=", 1)

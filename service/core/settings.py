@@ -137,6 +137,13 @@ class Settings(BaseSettings):
     @field_validator("database_url")
     @classmethod
     def _psycopg_driver(cls, url: str | None) -> str | None:
+        scheme = (url or "").split("://", 1)[0].split("+", 1)[0].lower() if url else None
+        if url and ("://" not in url or scheme not in ("sqlite", "postgresql", "postgres")):
+            shown = f"a {scheme}:// URL" if "://" in url else "no URL"
+            raise ValueError(
+                f"{shown}: kernelwatch keeps its data in SQLite (sqlite:///path/kernelwatch.db) "
+                "or PostgreSQL (postgresql://user:password@host:5432/database)"
+            )
         # Users write postgresql://...; SQLAlchemy would pick psycopg2, which we do not ship.
         if url and url.startswith(("postgresql://", "postgres://")):
             return "postgresql+psycopg://" + url.split("://", 1)[1]
