@@ -143,8 +143,8 @@ def test_unknown_and_malformed_shas(client: httpx.Client) -> None:
     assert unknown.status_code == 404
     assert "no commit" in unknown.json()["detail"]
     malformed = client.get("/api/v1/commits/xyz!/metrics")
-    assert malformed.status_code == 400
-    assert "hex digits" in malformed.json()["detail"]
+    assert malformed.status_code == 422  # the path's pattern, as the OpenAPI description says
+    assert "path.sha" in malformed.json()["detail"] and "{4,40}" in malformed.json()["detail"]
 
 
 def test_ambiguous_short_sha_lists_candidates(client: httpx.Client) -> None:
