@@ -167,7 +167,7 @@ def commit_json(
 @router.get("/commits/{sha}", response_class=HTMLResponse, include_in_schema=False)
 def commit_page(
     request: Request,
-    sha: str,
+    sha: ShaPath,
     session: SessionDep,
     repository: str | None = None,
     branch: str | None = None,

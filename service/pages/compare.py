@@ -67,8 +67,8 @@ def compare_json(
 def compare_page(
     request: Request,
     session: SessionDep,
-    base: str | None = None,
-    head: str | None = None,
+    base: Annotated[str | None, Query(pattern=SHA_PATTERN)] = None,
+    head: Annotated[str | None, Query(pattern=SHA_PATTERN)] = None,
     repository: str | None = None,
 ) -> HTMLResponse:
     """Compare: two commits side by side, by impact."""
