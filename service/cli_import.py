@@ -52,6 +52,8 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
                        commit=args.commit, branch=args.branch,
                        committed_at=args.committed_at)  # fmt: skip
     path = Path(args.file)
+    if path.is_dir():
+        raise CliError(f"{path} is a directory: name the results file in it")
     if not path.is_file():
         raise CliError(f"{path}: no such file")
     if path.stat().st_size > MAX_FILE_BYTES:

@@ -66,3 +66,12 @@ def test_labels_with_an_empty_item_are_refused(capsys: pytest.CaptureFixture[str
     assert kernelwatch(["runner-token", "create", "h100-a", "--labels", "gpu=h100,,"]) == 1
     assert "an empty label between commas" in capsys.readouterr().err
     assert kernelwatch(["runner-token", "create", "h100-a", "--labels", ""]) == 0
+
+
+def test_importing_a_directory_says_it_is_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["import", str(tmp_path), "--format", "nvbench", "--repo", "acme/kernels",
+            "--commit", "a" * 40]  # fmt: skip
+    assert kernelwatch(argv) == 1
+    assert f"{tmp_path} is a directory: name the results file in it" in capsys.readouterr().err
