@@ -245,6 +245,11 @@ def _list(args: argparse.Namespace) -> int:
         listing = run_phase(suite, "list", []).listing
     except (SuiteError, RuntimeError) as exc:
         return _fail("list", str(exc))
+    if suite.default and not any(suite.selects(w, None) for w in listing):
+        tags = sorted({t for w in listing for t in w["tags"]})
+        return _fail("list", f"[suite] default {list(suite.default)} selects none of the "
+                     f"{len(listing)} workloads: name tags ({', '.join(tags) or 'none here'}) "
+                     "or regular expressions over ids")  # fmt: skip
     if args.json:
         print(json.dumps(listing, indent=2))
         return 0

@@ -137,6 +137,15 @@ def load_suite(root: Path) -> Suite:
             f"{path}: [suite] work_changes must be one of {list(WORK_CHANGES)}, "
             f"not {work_changes!r}"
         )
+    default = _strings(table, "default")
+    for pattern in default:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SuiteError(
+                f"{path}: [suite] default {pattern!r} is neither a tag nor a regular expression "
+                f"over ids ({exc}); escape it, e.g. {re.escape(pattern)!r}"
+            ) from None
     return Suite(
         root=root,
         name=table["name"],
@@ -144,7 +153,7 @@ def load_suite(root: Path) -> Suite:
         device=device,
         check=table.get("check"),
         build=_strings(table, "build"),
-        default=_strings(table, "default"),
+        default=default,
         timeline=_strings(table, "timeline"),
         timing=timing,
         work_changes=work_changes,

@@ -206,6 +206,29 @@ class SuiteProblem(Exception):
     """The suite's workloads cannot be had: one line saying what to fix."""
 
 
+TIMING_METHODS = (None, "cuda_events", "cupti", "host")
+
+
+def _check_fields(w: Any) -> None:
+    """SuiteProblem where a workload's declared fields cannot be used as they are."""
+    try:
+        tolerance = float(w.tolerance)
+    except (TypeError, ValueError):
+        tolerance = math.nan
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise SuiteProblem(f"workload {w.id!r}: tolerance {w.tolerance!r} is not a number >= 0 "
+                           "(the relative L2 error that still passes, e.g. 1e-6)")  # fmt: skip
+    try:
+        json.dumps(dict(w.params), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SuiteProblem(f"workload {w.id!r}: params {w.params!r} are not JSON (numbers, "
+                           f"strings, booleans, lists of them): {exc}") from None  # fmt: skip
+    method = getattr(w, "timing_method", None)
+    if method not in TIMING_METHODS:
+        raise SuiteProblem(f"workload {w.id!r}: timing_method {method!r} is none of "
+                           f"{[m for m in TIMING_METHODS if m]}")  # fmt: skip
+
+
 def suite_workloads(ref: str) -> dict[str, Any]:
     """The suite's workloads by id, or SuiteProblem naming what is wrong with its module."""
     module_name = ref.partition(":")[0]
@@ -224,6 +247,8 @@ def suite_workloads(ref: str) -> dict[str, Any]:
         raise SuiteProblem(f"all_workloads() of {module_name!r} raised {_one_line(exc)}") from None
     workloads: dict[str, Any] = {}
     for w in listed:
+        if hasattr(w, "id") and all(hasattr(w, a) for a in ("tolerance", "params")):
+            _check_fields(w)
         missing = [a for a in REQUIRED if not hasattr(w, a)]
         if missing or not callable(getattr(w, "prepare", None)):
             label = getattr(w, "id", repr(w))

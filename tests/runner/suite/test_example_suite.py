@@ -65,6 +65,21 @@ MISTAKES = {
     "no prepare": (_edit("example_kernels/workloads.py", "def prepare(", "def prepared("),
                    "workload 'saxpy[n=4096]' has no prepare: a workload needs id, name, params, "
                    "kernels, tags, precision, tolerance, flops, bytes, prepare(seed)"),
+    "tolerance tight": (_edit("example_kernels/workloads.py", "tolerance = 1e-6 ",
+                              'tolerance = "tight" '),
+                        "workload 'saxpy[n=4096]': tolerance 'tight' is not a number >= 0"),
+    "params not JSON": (_edit("example_kernels/workloads.py", 'self.params = {"n": n}',
+                              'self.params = {"n": {n}}'),
+                        "workload 'saxpy[n=4096]': params {'n': {4096}} are not JSON"),
+    "timing method bogus": (_edit("example_kernels/workloads.py",
+                                  'self.timing_method = "cupti" if',
+                                  'self.timing_method = "bogus" if'),
+                            "workload 'saxpy[n=4096]': timing_method 'bogus' is none of"),
+    "default (": (_edit("kernelwatch.toml", 'default = ["smoke", "bandwidth"]', 'default = ["("]'),
+                  "[suite] default '(' is neither a tag nor a regular expression over ids"),
+    "default selects nothing": (_edit("kernelwatch.toml", 'default = ["smoke", "bandwidth"]',
+                                      'default = ["nothing"]'),
+                                "[suite] default ['nothing'] selects none of the 2 workloads"),
 }  # fmt: skip
 
 
