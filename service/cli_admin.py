@@ -80,7 +80,8 @@ def parse_labels(text: str) -> dict[str, str]:
 def _session(settings: Settings) -> Iterator[Session]:
     engine = engine_for(settings)
     if settings.is_sqlite:
-        upgrade(engine)  # the embedded database migrates itself, as the service does on start
+        # The embedded database migrates itself, as the service does on start, quietly.
+        upgrade(engine, quiet=True)
     try:
         with session_factory(engine)() as session, session.begin():
             yield session

@@ -67,7 +67,7 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
     engine = engine_for(settings)
     try:
         if settings.is_sqlite:
-            upgrade(engine)  # the embedded database migrates itself, as the service does
+            upgrade(engine, quiet=True)  # the embedded database migrates itself, as serve does
         outcome = importing.store(session_factory(engine), doc, raw)
     except DomainError as exc:
         raise CliError(f"{path}: {exc.detail}") from None

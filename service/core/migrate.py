@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +19,17 @@ def alembic_config() -> Config:
     return config
 
 
-def upgrade(engine: Engine, revision: str = "head") -> None:
-    _migrate(engine, command.upgrade, revision)
+def upgrade(engine: Engine, revision: str = "head", quiet: bool = False) -> None:
+    """Migrate to `revision`; `quiet`: without Alembic's INFO lines (a command whose output is
+    something else, a token, a job id, migrating the embedded database on the way)."""
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        _migrate(engine, command.upgrade, revision)
+    finally:
+        logger.setLevel(level)
 
 
 def downgrade(engine: Engine, revision: str) -> None:

@@ -3,6 +3,7 @@ non-zero exit, never a traceback (issue 36, item 2)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,16 @@ def test_importing_a_directory_says_it_is_one(
             "--commit", "a" * 40]  # fmt: skip
     assert kernelwatch(argv) == 1
     assert f"{tmp_path} is a directory: name the results file in it" in capsys.readouterr().err
+
+
+def test_admin_commands_print_no_migration_lines(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fresh embedded database migrates itself on the way, without Alembic's INFO lines."""
+    caplog.set_level(logging.INFO)
+    assert kernelwatch(["runner-token", "create", "h100-a"]) == 0
+    assert kernelwatch(["enqueue", "--repo", "acme/kernels", "--sha", "a" * 40, "--clone-url",
+                        "https://example.com/acme/kernels.git"]) == 0  # fmt: skip
+    out, err = capsys.readouterr()
+    assert "Running upgrade" not in err + caplog.text, caplog.text[:500]
+    assert out.startswith("kwr_") and "queued job(s) 1" in out
