@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,11 +100,7 @@ def _run(args: argparse.Namespace) -> int:
             re.compile(args.only)
         except re.error as exc:
             return _fail("run", f"--only is not a regular expression: {exc}")
-    source = (
-        args.repo
-        if "://" in args.repo or args.repo.startswith("git@")
-        else str(Path(args.repo).resolve())
-    )
+    source = args.repo if _is_url(args.repo) else str(Path(args.repo).resolve())
     request = RunRequest(
         source=source,
         rev=args.commit,
@@ -227,9 +224,17 @@ def _agent(args: argparse.Namespace) -> int:
 
 def _add_list(subparsers: argparse._SubParsersAction) -> None:
     sub = subparsers.add_parser("list", help="list the workloads of a suite's working tree")
-    sub.add_argument("--repo", type=Path, default=Path("."), help="default: the current folder")
+    sub.add_argument(
+        "--repo", default=".", help="a local repository path or a clone URL (default: here)"
+    )
+    sub.add_argument("--commit", default="HEAD", help="with a clone URL: a sha, branch or tag")
+    sub.add_argument("--cache", type=Path, help="clones (~/.cache/kernelwatch)")
     sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.set_defaults(handler=_list)
+
+
+def _is_url(repo: str) -> bool:
+    return "://" in repo or repo.startswith("git@")
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -237,14 +242,23 @@ def _list(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from runner.host.checks import DEFAULT_CACHE
     from runner.measure.phase import run_phase
+    from runner.suite.checkout import Checkouts
     from runner.suite.load import SuiteError, load_suite
 
+    tree = None
     try:
-        suite = load_suite(args.repo.resolve())
+        if _is_url(args.repo):  # as `run` takes it: the suite at a commit of a clone
+            checkouts = Checkouts(args.cache or DEFAULT_CACHE)
+            tree, _ = checkouts.worktree(args.repo, args.commit, f"list-{os.getpid()}")
+        suite = load_suite(tree or Path(args.repo).resolve())
         listing = run_phase(suite, "list", []).listing
-    except (SuiteError, RuntimeError) as exc:
+    except (SuiteError, RuntimeError) as exc:  # CheckoutError is a RuntimeError
         return _fail("list", str(exc))
+    finally:
+        if tree is not None:  # git forgets the worktree at the next prune (Checkouts.worktree)
+            shutil.rmtree(tree, ignore_errors=True)
     if suite.default and not any(suite.selects(w, None) for w in listing):
         tags = sorted({t for w in listing for t in w["tags"]})
         return _fail("list", f"[suite] default {list(suite.default)} selects none of the "

@@ -24,6 +24,27 @@ def runner_list(repo: Path) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=120)  # fmt: skip
 
 
+def test_a_suite_is_listed_from_a_clone_url_at_a_commit(tmp_path: Path) -> None:
+    """As `run` takes it: `list --repo URL --commit REV` lists the suite of that commit."""
+    from tests.runner.gitrepo import commit_all, git
+
+    repo = tmp_path / "suite"
+    shutil.copytree(EXAMPLE, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    git(repo, "init", "-q", "-b", "main")
+    first = commit_all(repo, "the example")
+    toml = repo / "kernelwatch.toml"
+    toml.write_text(toml.read_text().replace('name = "example"', 'name = "renamed"'))
+    commit_all(repo, "renamed")
+    for rev, name in ((first, "example"), ("HEAD", "renamed")):
+        done = subprocess.run(
+            [RUNNER, "list", "--repo", f"file://{repo}", "--commit", rev, "--cache",
+             str(tmp_path / "cache")], capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"suite {name} (2 workloads)" in done.stdout
+    assert list((tmp_path / "cache" / "worktrees").iterdir()) == []  # nothing left behind
+
+
 def test_the_example_lists_without_a_gpu() -> None:
     done = runner_list(EXAMPLE)
     assert done.returncode == 0, done.stderr
