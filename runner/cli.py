@@ -267,19 +267,26 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(listing, indent=2))
         return 0
-    table = Table(title=f"suite {suite.name} ({len(listing)} workloads)")
-    for column in ("id", "default", "tags", "kernels", "GFLOP"):
-        table.add_column(column)
-    for w in listing:
-        gflop = f"{w['flops'] / 1e9:.3g}" if w.get("flops") else ""
-        table.add_row(
-            escape(w["id"]),
-            "yes" if suite.selects(w, None) else "",
-            escape(",".join(w["tags"])),
-            escape(",".join(w["kernels"])),
-            gflop,
-        )
-    Console().print(table)
+    title = f"suite {suite.name} ({len(listing)} workloads)"
+    columns = ("id", "default", "tags", "kernels", "GFLOP")
+    rows = [
+        (w["id"], "yes" if suite.selects(w, None) else "", ",".join(w["tags"]),
+         ",".join(w["kernels"]), f"{w['flops'] / 1e9:.3g}" if w.get("flops") else "")
+        for w in listing
+    ]  # fmt: skip
+    console = Console()
+    if not console.is_terminal:  # piped: whole lines, tab-separated, ids as --only takes them
+        print("\n".join([title, "\t".join(columns), *("\t".join(r) for r in rows)]))
+        return 0
+    # Ids are what a person copies into --only: never cut; the other columns wrap instead.
+    widest = max((len(r[0]) for r in rows), default=2)
+    table = Table(title=title)
+    table.add_column("id", no_wrap=True, min_width=min(widest, max(console.width - 30, 20)))
+    for column in columns[1:]:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
     return 0
 
 
