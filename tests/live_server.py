@@ -19,7 +19,10 @@ class LiveServer:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        # uvicorn closes a kept-alive connection after 5 s idle; a test that pauses longer (waiting
+        # for the analysis on a loaded 2-core machine) can reuse a pooled connection just as the
+        # server closes it, and the request dies with ECONNRESET. Runners retry that; tests don't.
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=600)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
