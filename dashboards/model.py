@@ -58,6 +58,7 @@ class ChangeBar:
     change: float
     category: str
     hover: str = ""
+    target: float | None = None  # the series' class target: the smallest change to catch
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,10 @@ from dashboards.devices import DevicePeak, achieved, device_peak
 from dashboards.figures import breakdown_figure, change_figure
 from dashboards.format import fmt_value, params_label, series_label
 from dashboards.model import ChangeBar, ShareRow
+from service.analysis.verdicts import class_target
 from service.evaluation.commit_metrics import commit_metrics, latest_runs
 from service.pages.render import html_page, json_twin
-from service.schemas.metrics import MetricPublic, WorkloadPublic
+from service.schemas.metrics import AbsentSeries, MetricPublic, WorkloadPublic
 from service.store import dashboard_reads as store
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
@@ -51,10 +52,7 @@ def commit_data(
                 row["work"] = work
                 rows.append(row)
                 if mp.change is not None:
-                    before = fmt_value(row["baseline_median"], mp.unit)
-                    hover = f"{before} → {fmt_value(mp.statistics.median, mp.unit)}"
-                    label = series_label(w.workload, w.params, k.kernel)
-                    bars.append(ChangeBar(label, mp.change, mp.verdict or "unchanged", hover))
+                    bars.append(_bar(w, k.kernel, mp, row["baseline_median"]))
         if w.timeline and w.timeline.kernels:
             title = f"{w.workload} {params_label(w.params)}"
             if title in breakdowns:  # the same workload measured on a second GPU
@@ -63,9 +61,13 @@ def commit_data(
                 ShareRow(t.kernel, t.calls, t.total_ns, t.share) for t in w.timeline.kernels
             ]
     bars.sort(key=lambda b: -abs(b.change))
+    broken, not_measured = _broken_rows(metrics.workloads, metrics.absent)
     data = {
         **metrics.model_dump(mode="json"),
-        "rows": rows,
+        # A workload that ran and failed (its correctness, say) is a broken row of the table;
+        # "not measured" is left for what this run did not run at all.
+        "rows": broken + rows,
+        "not_measured": not_measured,
         "run_details": [_run_detail(r, peaks[uuid]) for uuid, r in runs.items()],
         "alerts": [
             {"role": role, **a.model_dump(mode="json", include=ALERT_FIELDS)}
@@ -82,6 +84,39 @@ def commit_data(
 
 
 ALERT_FIELDS = {"id", "state", "change", "summary", "commit", "branch"}
+# A row that is no duration (or was not measured) has no throughput to show.
+NO_THROUGHPUT = dict.fromkeys(("tflops", "gbps", "flop_fraction", "byte_fraction", "bound"))
+
+
+def _bar(w: WorkloadPublic, kernel: str, mp: MetricPublic, baseline: float | None) -> ChangeBar:
+    hover = f"{fmt_value(baseline, mp.unit)} → {fmt_value(mp.statistics.median, mp.unit)}"
+    target = class_target(baseline) if mp.unit == "us" and baseline else None
+    label = series_label(w.workload, w.params, kernel)
+    return ChangeBar(label, mp.change or 0.0, mp.verdict or "unchanged", hover, target)
+
+
+def _broken_rows(
+    workloads: list[WorkloadPublic], absent: list[AbsentSeries]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(table rows of the broken series whose workload ran, the other absent series)."""
+    ran = {(w.workload, params_label(w.params)): w for w in workloads}
+    rows, rest = [], []
+    for a in absent:
+        w = ran.get((a.workload, params_label(a.params)))
+        if a.verdict != "broken" or w is None:
+            rest.append(a.model_dump(mode="json"))
+            continue
+        failed = w.correctness is not None and not w.correctness.passed
+        rows.append({
+            "workload": a.workload, "params": a.params, "kernel": a.kernel, "metric": a.metric,
+            "unit": "", "series_id": a.series_id, "median": None, "rel_iqr": None,
+            "baseline_median": None, "baseline_commit": None, "baseline_results": 0,
+            "segment": None, "change": None, "verdict": "broken", "q_value": None,
+            "note": a.note or (f"{w.status}: {w.error}" if w.error else w.status),
+            "error_norm": w.correctness.error_norm if w.correctness else None,
+            "correct": False if failed else None, "work": [], **NO_THROUGHPUT,
+        })  # fmt: skip
+    return rows, rest
 
 
 def _alerts_at(session: Session, commit_id: int) -> tuple[list[Any], list[str]]:
@@ -113,6 +148,7 @@ def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | No
         "q_value": mp.analysis.q_value if mp.analysis else None,
         "error_norm": w.correctness.error_norm if w.correctness else None,
         "correct": w.correctness.passed if w.correctness else None,
+        **NO_THROUGHPUT,
     }
     if mp.metric == "duration" and mp.unit == "us":
         precision = w.correctness.precision if w.correctness else "fp32"

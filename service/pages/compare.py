@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from dashboards.figures import change_figure
 from dashboards.format import fmt_value, series_label, short_sha
 from dashboards.model import ChangeBar
-from service.analysis.verdicts import Q
+from service.analysis.verdicts import Q, class_target
 from service.evaluation.compare import compare_commits
 from service.pages.render import html_page, json_twin
 from service.store import dashboard_reads as store
@@ -39,6 +39,7 @@ def compare_data(
             ("regressed" if r.change > 0 else "improved") if r.significant else "unchanged",
             f"{fmt_value(r.base_median, r.series.unit)} → {fmt_value(r.head_median, r.series.unit)}"
             f" · q={r.q_value:.2g}",
+            class_target(r.base_median) if r.series.unit == "us" and r.base_median else None,
         )
         for r in comparison.rows[:MAX_BARS]
     ]

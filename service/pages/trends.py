@@ -7,57 +7,28 @@ import csv
 import io
 import json
 import re
-from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any
-from urllib.parse import urlencode
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import orjson
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from pydantic import Field
 from sqlalchemy.orm import Session
 
-from dashboards.figures import trend_figure
 from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
+from dashboards.trend import trend_figure
 from service.core.errors import ApiError
 from service.pages.render import html_page, json_twin
+from service.pages.trend_query import TrendQuery, TrendQueryDep
 from service.store import dashboard_reads as store
 from service.store.queries import repository_named
 from service.store.series import histories_data
-from service.web.deps import MAX_ID, SessionDep
+from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 MAX_LINES = 8
 MIN_POINTS = 2
-
-
-@dataclass
-class TrendQuery:
-    """Every choice of the trends page; all of it lives in the URL."""
-
-    repository: str | None = None
-    branch: str | None = None
-    metric: str = "duration"
-    workload: list[str] = field(default_factory=list)
-    kernel: list[str] = field(default_factory=list)
-    fingerprint: str | None = None
-    series: list[int] = field(default_factory=list)
-    points: int = 200
-    log: bool = False
-
-    def query_string(self, **override: Any) -> str:
-        values = {**asdict(self), **override}
-        pairs: list[tuple[str, Any]] = []
-        for key, value in values.items():
-            if isinstance(value, list):
-                pairs += [(key, v) for v in value]
-            elif isinstance(value, bool):
-                if value:
-                    pairs.append((key, 1))
-            elif value is not None:
-                pairs.append((key, value))
-        return urlencode(pairs)
 
 
 @dataclass
@@ -75,6 +46,17 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
     q.repository = q.repository or store.newest_repository(session)
     repo = repository_named(session, q.repository or "")
     q.branch = q.branch or store.newest_branch(session, repo.id)
+    branches = sorted(store.repository_branches(session, repo.id))
+    if q.branch and not store.has_branch(session, repo.id, q.branch):
+        raise ApiError(404, f"{repo.name} has no results on branch {q.branch!r}; "
+                            f"its recent branches: {', '.join(branches) or 'none'}")  # fmt: skip
+    metrics = store.metrics(session, repo.id) or [q.metric]
+    if not store.has_metric(session, repo.id, q.metric):
+        raise ApiError(404, f"no series of {repo.name} measures {q.metric!r}; "
+                            f"its metrics: {', '.join(metrics)}")  # fmt: skip
+    q.scale = q.scale or ("value" if q.log else "change")
+    if q.log and q.scale == "change":
+        raise ApiError(422, "a log axis shows values: use scale=value with log=1")
     options = store.series_options(session, repo.id, q.metric)
     if q.series:
         chosen = store.series_rows(session, q.series)
@@ -91,13 +73,16 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         ]
         matching = len(picked)
         chosen = store.series_rows(session, picked[:MAX_LINES])
+    names = environment_names(store.gpu_names(session, repo.id))
     choices = {
         "repositories": repos,
-        "branches": sorted(store.repository_branches(session, repo.id)),
-        "metrics": store.metrics(session, repo.id) or [q.metric],
+        "branches": branches,
+        "metrics": metrics,
         "workloads": sorted({o.workload for o in options}),
         "kernels": sorted({o.kernel for o in options}),
         "fingerprints": sorted({o.fingerprint for o in options}),
+        # What a person knows an environment by: its GPU (and the fingerprint where two share one)
+        "environments": {f: names.get(f, f[:8]) for f in sorted({o.fingerprint for o in options})},
     }
     branch = q.branch or ""
     histories = histories_data(session, chosen, repo.name, branch, q.points)
@@ -106,10 +91,10 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
     alerts = (
         store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
     )
-    several = len({s.fingerprint for s in chosen}) > 1
+    several = len({s.fingerprint for s in chosen}) > 1  # name each line's environment
     # A workload whose timing method changed is two series: the lines say which is which.
     methods = len({s.method for s in chosen}) > 1
-    lines = [_line(h, alerts, several, methods) for h in histories]
+    lines = [_line(h, alerts, several and names, methods) for h in histories]
     most = max((len(h["points"]) for h in histories), default=0)
     message = None
     if not chosen:
@@ -164,12 +149,25 @@ def _data(
     }
 
 
-def _line(h: dict[str, Any], alerts: list[tuple], fingerprint: bool, method: bool) -> TrendLine:
+def environment_names(gpus: list[tuple[str, str]]) -> dict[str, str]:
+    """fingerprint -> the GPU's name, with the fingerprint's start where names repeat."""
+    count: dict[str, int] = {}
+    for _, gpu in gpus:
+        count[gpu] = count.get(gpu, 0) + 1
+    return {
+        f: (gpu or "unknown GPU") + (f" [{f[:8]}]" if count[gpu] > 1 or not gpu else "")
+        for f, gpu in gpus
+    }
+
+
+def _line(
+    h: dict[str, Any], alerts: list[tuple], environments: dict[str, str], method: bool
+) -> TrendLine:
     s = h["series"]
     unit = s["unit"]
     label = series_label(s["workload"], s["params"], s["kernel"])
-    if fingerprint:
-        label += f" [{s['fingerprint'][:8]}]"
+    if environments:
+        label += f" [{environments.get(s['fingerprint'], s['fingerprint'][:8])}]"
     if method:
         label += f" ({s['method']})"
     markers = [
@@ -240,35 +238,6 @@ def _params(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-def trend_query(
-    repository: str | None = None,
-    branch: str | None = None,
-    metric: str = Query("duration", max_length=200),
-    workload: list[str] = Query([], description="repeatable; default: every workload"),
-    kernel: list[str] = Query([], description="repeatable; default: every kernel"),
-    fingerprint: str | None = None,
-    series: list[Annotated[int, Field(ge=1, le=MAX_ID)]] = Query(
-        [], description="repeatable series ids; overrides the filters"
-    ),
-    points: int = Query(200, ge=2, le=1000, description="newest commits per series"),
-    log: bool = Query(False, description="logarithmic y axis"),
-) -> TrendQuery:
-    return TrendQuery(
-        repository=repository or None,
-        branch=branch or None,
-        metric=metric,
-        workload=[w for w in workload if w],
-        kernel=[k for k in kernel if k],
-        fingerprint=fingerprint or None,
-        series=series,
-        points=points,
-        log=log,
-    )
-
-
-TrendQueryDep = Annotated[TrendQuery, Depends(trend_query)]
-
-
 @router.get("/trends.json")
 def trends_json(session: SessionDep, q: TrendQueryDep) -> Response:
     """The trends page's data: the resolved choices and each chosen series' history."""
@@ -296,7 +265,9 @@ def trends_page(request: Request, session: SessionDep, q: TrendQueryDep) -> HTML
     def build() -> dict[str, Any]:
         view = trend_view(session, q)
         drawable = view.data["message"] is None
-        figures = {"trend": trend_figure(view.lines, metric=q.metric, log_y=q.log)}
+        relative = q.scale == "change"
+        figures = {"trend": trend_figure(view.lines, metric=q.metric, log_y=q.log,
+                                         relative=relative)}  # fmt: skip
         return {
             "title": "Trends",
             "json_url": f"/trends.json?{q.query_string()}",

@@ -55,7 +55,8 @@ def repositories(session: Session) -> list[str]:
 def newest_runs(repository_id: int | None = None) -> Any:
     """The newest BRANCH_WINDOW runs (of a repository), as a subquery: what the branch lists
     read, so that they cost the same however long the history behind them."""
-    query = select(Run.id, Run.repository_id, Run.branch).order_by(Run.id.desc())
+    query = select(Run.id, Run.repository_id, Run.branch, Run.fingerprint, Run.gpu_name)
+    query = query.order_by(Run.id.desc())
     if repository_id is not None:
         query = query.where(Run.repository_id == repository_id)
     return query.limit(BRANCH_WINDOW).subquery()
@@ -197,6 +198,23 @@ def repository_branches(session: Session, repository_id: int) -> list[str]:
     named in the URL)."""
     window = newest_runs(repository_id)
     return list(session.scalars(select(window.c.branch).distinct().limit(200)))
+
+
+def has_branch(session: Session, repository_id: int, branch: str) -> bool:
+    found = select(Run.id).where(Run.repository_id == repository_id, Run.branch == branch)
+    return session.scalar(found.limit(1)) is not None
+
+
+def has_metric(session: Session, repository_id: int, metric: str) -> bool:
+    found = select(Series.id).where(Series.repository_id == repository_id, Series.metric == metric)
+    return session.scalar(found.limit(1)) is not None
+
+
+def gpu_names(session: Session, repository_id: int) -> list[tuple[str, str]]:
+    """(fingerprint, GPU name) of each environment the repository's newest runs ran in."""
+    window = newest_runs(repository_id)
+    found = select(window.c.fingerprint, window.c.gpu_name).distinct().limit(500)
+    return sorted({f: name for f, name in session.execute(found)}.items())
 
 
 def metrics(session: Session, repository_id: int) -> list[str]:

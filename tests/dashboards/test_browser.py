@@ -65,6 +65,28 @@ def test_every_page_draws_its_figures_without_console_errors(
         assert browser_page.screenshot(name).stat().st_size > 10_000
 
 
+def test_the_commit_table_fits_1400_px_and_its_change_chart_reads_against_the_target(
+    browser_page: BrowserPage, history: History
+) -> None:
+    """Every column of the results table (the error and the trend link last) on a 1,400 px
+    screen; the change chart's axis reaches past the 2% target of its smallest change."""
+    page = browser_page.page
+    browser_page.open(f"/commits/{history.sha(history.regressed_at)}")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    right = page.evaluate(
+        "Math.max(...Array.from(document.querySelectorAll('table.results tr > :last-child'),"
+        " (c) => c.getBoundingClientRect().right))"
+    )
+    assert right <= 1400
+    axis = page.evaluate("document.getElementById('figure-changes')._fullLayout.xaxis.range")
+    assert axis[0] < -0.02 and axis[1] > 0.02
+    ticks = page.evaluate(
+        "Array.from(document.querySelectorAll('#figure-changes .xtick text'), (t) => t.textContent)"
+    )
+    assert len(ticks) == len(set(ticks)) >= 3, ticks
+    browser_page.screenshot("commit-1400")
+
+
 def test_empty_pages_render_without_console_errors(browser_page: BrowserPage) -> None:
     for path in ("/", "/trends", "/compare", "/alerts", "/commits/abcd1234"):
         browser_page.page.goto(browser_page.base_url + path)

@@ -7,19 +7,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from dashboards.devices import achieved, device_peak
-from dashboards.figures import (
-    BASELINE_LINES_MAX,
-    LEGEND_CHARS,
-    baseline_level,
-    breakdown_figure,
-    change_figure,
-    short_label,
-    trend_figure,
-    verdict_history_figure,
-)
+from dashboards.figures import breakdown_figure, change_figure, verdict_history_figure
 from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import ChangeBar, ShareRow, TrendLine, TrendMarker, TrendPoint, VerdictColumn
 from dashboards.style import VERDICT_COLOURS
+from dashboards.trend import (
+    BASELINE_LINES_MAX,
+    LEGEND_CHARS,
+    baseline_level,
+    short_label,
+    trend_figure,
+)
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -49,9 +47,9 @@ def test_trend_has_a_band_a_median_and_hover_data_per_line() -> None:
     assert list(q1.y) == pytest.approx([99.0, 99.99, 108.9])
     assert q3.fill == "tonexty" and q1.hoverinfo == "skip" and q3.hoverinfo == "skip"
     assert median.name == "gemm m=1024" and q1.legendgroup == median.legendgroup
-    sha7, author, date, subject, value, *_rest, full = median.customdata[2]
+    sha7, author, date, subject, value, *_quartiles, full, change = median.customdata[2]
     assert (sha7, author, subject, value) == ("3" * 10, "Ada", "commit 2", "110 us")
-    assert date == "2026-11-01 00:02 UTC" and full == "3" * 40
+    assert date == "2026-11-01 00:02 UTC" and full == "3" * 40 and change == ""
     assert "%{customdata[4]}" in median.hovertemplate
     assert fig.layout.yaxis.title.text == "duration (us) · lower is better"
     assert fig.layout.yaxis.type == "linear"
@@ -76,17 +74,24 @@ def test_trend_marks_change_points_and_alerts_at_their_commits() -> None:
     markers = [
         TrendMarker("change_point", pts[3].sha, pts[3].committed_at, "change point +10.0%", 110.0),
         TrendMarker("alert", pts[3].sha, pts[3].committed_at, "alert #1 (open)"),
-        # Outside the points shown: drawn at its own level when it has one, else dropped.
+        # Before every commit shown: no place on a commit axis, dropped.
         TrendMarker("change_point", "f" * 40, outside, "older", 100.0),
         TrendMarker("alert", "e" * 40, outside, "older alert"),
+        # A commit between two shown (this series has no point there): between them, at its
+        # own level.
+        TrendMarker(
+            "change_point", "d" * 40, pts[1].committed_at + timedelta(seconds=1), "between", 100.0
+        ),
     ]
     fig = trend_figure([TrendLine("k", "us", pts, markers)], metric="duration")
     by_name = {t.name: t for t in fig.data}
     cps, alerts = by_name["change points"], by_name["alerts"]
     assert cps.meta == {"series": "k"} and cps.showlegend and alerts.showlegend
-    assert list(cps.y) == [110.0, 100.0] and cps.x[0] == pts[3].committed_at.isoformat()
+    assert list(cps.x) == [3, 1.5] and list(cps.y) == [110.0, 100.0]
     assert cps.marker.symbol == "diamond-open"
-    assert list(alerts.y) == [110.0] and alerts.marker.symbol == "x"
+    # The ✕ of an alert at a change point sits above the ◇, both visible.
+    assert list(alerts.x) == [3] and alerts.marker.symbol == "x"
+    assert 110.0 < alerts.y[0] < 112.0
     assert "alert #1 (open)" in alerts.text[0] and pts[3].sha[:10] in alerts.text[0]
 
 
@@ -108,9 +113,25 @@ def test_breakdown_puts_the_largest_share_on_top() -> None:
     assert bar.customdata[2][0] == "180 us" and bar.customdata[1][1] == 2
 
 
+def test_a_change_is_drawn_against_its_class_target() -> None:
+    """-0.1% of noise beside a 2% target: the axis spans the target, the bar stays a sliver,
+    and ticks a tenth of a percent apart never repeat a label."""
+    fig = change_figure([ChangeBar("k", -0.001, "unchanged", "", 0.02)])
+    _bars, marks = fig.data
+    assert list(marks.x) == [-0.02, 0.02] and list(marks.y) == ["k", "k"]
+    assert fig.layout.showlegend is False
+    low, high = fig.layout.xaxis.range
+    assert low == pytest.approx(-0.023) and high == pytest.approx(0.023)
+    assert fig.layout.xaxis.tickformat == "+.1%"
+    wide = change_figure([ChangeBar("k", 0.25, "regressed", "", 0.02)])
+    assert wide.layout.xaxis.range[1] == pytest.approx(0.2875)
+    assert wide.layout.xaxis.tickformat == "+.0%"
+    assert len(change_figure([ChangeBar("k", 0.01, "unchanged")]).data) == 1  # no target known
+
+
 def test_change_bars_are_coloured_by_verdict() -> None:
     bars = [ChangeBar("a", 0.12, "regressed"), ChangeBar("b", -0.05, "improved")]
-    (bar,) = change_figure(bars).data
+    bar = change_figure(bars).data[0]
     assert list(bar.y) == ["b", "a"] and list(bar.x) == [-0.05, 0.12]
     assert list(bar.marker.color) == [VERDICT_COLOURS["improved"], VERDICT_COLOURS["regressed"]]
     assert list(bar.text) == ["-5.0%", "+12.0%"]
@@ -188,8 +209,7 @@ def test_the_baseline_level_starts_at_the_newest_change_point() -> None:
     pts = points([100.0, 100.0, 100.0, 130.0, 131.0, 129.0])
     shift = TrendMarker("change_point", pts[3].sha, pts[3].committed_at, "+30%", 130.0)
     start, end, level = baseline_level(TrendLine("k", "us", pts, [shift]))
-    assert (start, end, level) == (pts[3].committed_at.isoformat(),
-                                   pts[-1].committed_at.isoformat(), 130.0)  # fmt: skip
+    assert (start, end, level) == (pts[3].sha, pts[-1].sha, 130.0)
     assert baseline_level(TrendLine("k", "us", pts))[2] == 114.5  # no change point: all six
     assert baseline_level(TrendLine("k", "us", [])) is None
 
@@ -218,3 +238,58 @@ def test_one_legend_entry_per_marker_kind_whatever_series_it_marks() -> None:
     alerts = [t for t in trend_figure(lines, metric="duration").data if t.name == "alerts"]
     assert [t.showlegend for t in alerts] == [True, False]
     assert [t.meta["series"] for t in alerts] == ["a", "b"]
+
+
+def test_relative_trend_draws_each_series_as_its_change_from_its_first_level() -> None:
+    """A 600 us step and a 100 us jump of +14.5% share one axis: each reads as its change."""
+    big = points([580.0, 582.0, 578.0, 581.0, 580.0])
+    small = points([100.0, 100.0, 114.5, 114.5, 114.5])
+    step = TrendMarker("change_point", small[2].sha, small[2].committed_at, "+14.5%", 114.5)
+    lines = [TrendLine("train_step", "us", big), TrendLine("gemm_fwd", "us", small, [step])]
+    fig = trend_figure(lines, metric="duration", relative=True)
+    first, second = (fig.data[i] for i in fig.layout.meta["median_traces"])
+    assert fig.layout.meta["scale"] == "change"
+    assert list(second.y) == pytest.approx([0.0, 0.0, 0.145, 0.145, 0.145])
+    assert max(abs(y) for y in first.y) < 0.004  # 580 us, the level of its five medians
+    assert "+14.5% from the first level (100 us)" in second.customdata[2][8]
+    low, high = fig.layout.yaxis.range
+    assert low <= -0.02 and 0.145 < high < 0.2 and fig.layout.yaxis.tickformat == "+.1%"
+    assert fig.layout.yaxis.title.text == "duration change from first level · lower is better"
+    # The baseline level since the step, on the same scale.
+    (level,) = [t for t in fig.data if t.name == "gemm_fwd: baseline"]
+    assert list(level.y) == pytest.approx([0.145, 0.145]) and list(level.x) == [2, 4]
+
+
+def test_noise_on_a_change_axis_is_drawn_against_the_tightest_class_target() -> None:
+    """±0.1% of noise does not fill the axis: it spans at least ±2%, ticks a tenth apart."""
+    fig = trend_figure([TrendLine("k", "us", points([100.0, 99.9, 100.1, 100.0]))],
+                       metric="duration", relative=True)  # fmt: skip
+    low, high = fig.layout.yaxis.range
+    assert low < -0.02 and high > 0.02 and high - low < 0.05
+
+
+def test_a_line_with_no_positive_level_or_a_log_axis_is_drawn_in_values() -> None:
+    zero = TrendLine("spills", "byte", points([0.0, 0.0, 64.0]))
+    assert trend_figure([zero], metric="spill", relative=True).layout.meta["scale"] == "value"
+    fig = trend_figure([TrendLine("k", "us", points([1.0, 2.0]))], metric="duration",
+                       relative=True, log_y=True)  # fmt: skip
+    assert fig.layout.meta["scale"] == "value" and fig.layout.yaxis.type == "log"
+
+
+def test_x_is_the_commit_order_of_every_line_together() -> None:
+    """One step per commit whatever the time between them; a line missing a commit skips it."""
+    pts = points([1.0, 2.0, 3.0, 4.0])
+    spaced = [
+        TrendPoint(p.sha, T0 + timedelta(days=7 * i), p.author, p.subject, p.median, p.q1, p.q3)
+        for i, p in enumerate(pts)
+    ]
+    lines = [TrendLine("a", "us", spaced), TrendLine("b", "us", [spaced[0], spaced[3]])]
+    fig = trend_figure(lines, metric="duration")
+    a, b = (fig.data[i] for i in fig.layout.meta["median_traces"])
+    assert list(a.x) == [0, 1, 2, 3] and list(b.x) == [0, 3]
+    assert fig.layout.meta["commits"] == [p.sha for p in spaced]
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3]
+    assert list(fig.layout.xaxis.ticktext) == [p.sha[:10] for p in spaced]
+    many = TrendLine("m", "us", points([1.0] * 45))
+    ticks = trend_figure([many], metric="duration").layout.xaxis.tickvals
+    assert len(ticks) <= 10 and ticks[0] == 0

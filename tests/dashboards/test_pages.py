@@ -138,6 +138,67 @@ def test_trends_say_when_there_is_not_enough_history(
     assert missing.status_code == 404 and "nope/nope" in missing.json()["detail"]
 
 
+def test_trends_explain_an_unknown_metric_or_branch_and_a_log_change_axis(
+    admin: httpx.Client, anonymous: httpx.Client
+) -> None:
+    post_history(admin, 3, {"gemm_bias_act_f32": 100.0})
+    for path in ("/trends.json", "/trends"):
+        bogus = anonymous.get(path, params={"metric": "bogus"})
+        assert bogus.status_code == 404, path
+        assert "'bogus'" in html.unescape(bogus.text) and "duration" in bogus.text
+        branch = anonymous.get(path, params={"branch": "nosuch"})
+        assert branch.status_code == 404 and "'nosuch'" in html.unescape(branch.text)
+        assert "its recent branches: main" in branch.text
+    both = anonymous.get("/trends.json", params={"log": 1, "scale": "change"})
+    assert both.status_code == 422 and "scale=value" in both.json()["detail"]
+    assert anonymous.get("/trends.json", params={"scale": "ratio"}).status_code == 422
+    assert anonymous.get("/trends.json").json()["selection"]["scale"] == "change"
+    assert anonymous.get("/trends.json?log=1").json()["selection"]["scale"] == "value"
+
+
+def test_trends_draw_change_by_commit_and_name_environments_by_their_gpu(
+    admin: httpx.Client, anonymous: httpx.Client
+) -> None:
+    labels = post_history(admin, 3, {"gemm_bias_act_f32": 100.0})
+    gpu = document(commit="c0")["environment"]["gpu"]["name"]
+    other = document(commit="c3", parents=labels[-1:], ancestors=labels[::-1], minutes=3,
+                     fingerprint="00000000000000bb")  # fmt: skip
+    assert admin.post("/api/v1/runs", json=other).status_code == 201
+    data = anonymous.get("/trends.json").json()
+    assert data["choices"]["environments"] == {
+        "00000000000000aa": f"{gpu} [00000000]",  # two environments of one GPU: told apart
+        "00000000000000bb": f"{gpu} [00000000]",
+    }
+    page = anonymous.get("/trends").text
+    assert f'title="00000000000000aa">{html.escape(gpu)} [00000000]</td>' in page
+    fig = figure(page, "trend")
+    assert fig["layout"]["meta"]["scale"] == "change"
+    medians = [fig["data"][i] for i in fig["layout"]["meta"]["median_traces"]]
+    assert sorted(x for t in medians for x in t["x"]) == [0, 1, 2, 3]
+    shas = fig["layout"]["meta"]["commits"]
+    assert fig["layout"]["xaxis"]["ticktext"][0] == shas[0][:10]
+    values = figure(anonymous.get("/trends?scale=value").text, "trend")
+    assert values["layout"]["meta"]["scale"] == "value"
+
+
+def test_a_workload_that_failed_its_check_is_a_broken_row_not_unmeasured(
+    admin: httpx.Client, anonymous: httpx.Client
+) -> None:
+    labels = post_history(admin, 3, {"gemm_bias_act_f32": 100.0})
+    doc = document(commit="c3", parents=labels[-1:], ancestors=labels[::-1], minutes=3)
+    (failed,) = doc["workloads"]
+    failed.update(status="correctness_failed", timing=None)
+    failed["correctness"].update(passed=False, error_norm=0.5)
+    assert admin.post("/api/v1/runs", json=doc).status_code == 201, doc
+    data = anonymous.get(f"/commits/{doc['commit']['sha']}.json").json()
+    (row,) = data["rows"]
+    assert (row["workload"], row["verdict"], row["correct"]) == ("gemm_fwd", "broken", False)
+    assert row["error_norm"] == 0.5 and data["not_measured"] == []
+    page = anonymous.get(f"/commits/{doc['commit']['sha']}").text
+    assert "Not measured in this run" not in page
+    assert 'class="verdict-broken"' in page and "FAIL" in page
+
+
 def test_trends_mark_change_points_and_alerts(
     admin: httpx.Client, anonymous: httpx.Client, engine: Engine
 ) -> None:

@@ -45,26 +45,18 @@ function wireTrend(div) {
     const sha = point && point.customdata && point.customdata[7];
     if (sha) window.location.assign("/commits/" + sha);
   });
+  // The axis choices redraw from the server: a change axis holds fractions, a log one values.
   const toggle = document.getElementById("log-toggle");
-  if (!toggle) return;
+  const scale = document.getElementById("scale-choice");
+  const form = document.getElementById("trend-form");
+  if (!toggle || !scale || !form) return;
   toggle.addEventListener("change", () => {
-    Plotly.relayout(div, { "yaxis.type": toggle.checked ? "log" : "linear" });
-    const url = new URL(window.location.href);
-    if (toggle.checked) url.searchParams.set("log", "1"); else url.searchParams.delete("log");
-    window.history.replaceState(null, "", url);
-    for (const id of ["csv-link"]) {
-      const link = document.getElementById(id);
-      if (link) {
-        const target = new URL(link.href);
-        target.search = url.search;
-        link.href = target.toString();
-      }
-    }
-    const json = document.querySelector("a.json-link");
-    if (json) {
-      json.href = "/trends.json" + url.search;
-      json.textContent = json.getAttribute("href");
-    }
+    if (toggle.checked) scale.value = "value";
+    form.requestSubmit();
+  });
+  scale.addEventListener("change", () => {
+    if (scale.value === "change") toggle.checked = false;
+    form.requestSubmit();
   });
 }
 

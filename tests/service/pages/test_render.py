@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboards.figures import trend_figure
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
+from dashboards.trend import trend_figure
 from service.pages.render import plain_figure
 
 
