@@ -22,7 +22,7 @@ from service.core.errors import ApiError
 from service.pages.render import html_page, json_twin
 from service.pages.trend_query import TrendQuery, TrendQueryDep
 from service.store import dashboard_reads as store
-from service.store.queries import repository_named
+from service.store.queries import check_branch, repository_named
 from service.store.series import histories_data
 from service.web.deps import SessionDep
 
@@ -47,9 +47,8 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
     repo = repository_named(session, q.repository or "")
     q.branch = q.branch or store.newest_branch(session, repo.id)
     branches = sorted(store.repository_branches(session, repo.id))
-    if q.branch and not store.has_branch(session, repo.id, q.branch):
-        raise ApiError(404, f"{repo.name} has no results on branch {q.branch!r}; "
-                            f"its recent branches: {', '.join(branches) or 'none'}")  # fmt: skip
+    if q.branch:
+        check_branch(session, repo.id, repo.name, q.branch)
     metrics = store.metrics(session, repo.id) or [q.metric]
     if not store.has_metric(session, repo.id, q.metric):
         raise ApiError(404, f"no series of {repo.name} measures {q.metric!r}; "

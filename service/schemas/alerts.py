@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from service.schemas.metrics import SeriesPublic
+from service.schemas.metrics import CHANGE, SeriesPublic
 from service.schemas.text import StorableText
 
 
@@ -23,8 +23,8 @@ class AlertPublic(BaseModel):
     id: int
     state: str
     summary: str
-    change: float
-    confirmed_change: float | None
+    change: float = Field(description=CHANGE)
+    confirmed_change: float | None = Field(description=f"the confirming run's {CHANGE}")
     series: SeriesPublic
     branch: str
     commit: str
@@ -53,7 +53,7 @@ class CompareRow(BaseModel):
     series: SeriesPublic
     base_median: float
     head_median: float
-    change: float
+    change: float = Field(description=CHANGE)
     p_value: float
     q_value: float
     significant: bool

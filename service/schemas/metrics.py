@@ -5,8 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal, NotRequired
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
+
+# The pages show these as percentages; the API's numbers are fractions, and say so.
+CHANGE = "relative change as a fraction: 0.05 is +5%"
+FRACTION = "as a fraction: 0.05 is 5%"
 
 
 class CommitPublic(BaseModel):
@@ -39,7 +43,7 @@ class Statistics(BaseModel):
     max: float
     mean: float
     stdev: float
-    rel_iqr: float
+    rel_iqr: float = Field(description=f"interquartile range over the median, {FRACTION}")
 
 
 class SegmentPublic(BaseModel):
@@ -73,7 +77,7 @@ class RunOffsetPublic(BaseModel):
     -0.03 is 3% fast), taken out of the change; `controls`: how many such kernels measured it
     (of the same duration class and timing method)."""
 
-    offset: float
+    offset: float = Field(description="relative offset as a fraction: -0.03 is 3% fast")
     controls: int
 
 
@@ -82,10 +86,10 @@ class Analysis(BaseModel):
     shift along the ancestry)."""
 
     verdict: str
-    change: float | None
+    change: float | None = Field(description=CHANGE)
     p_value: float | None
     q_value: float | None
-    floor: float | None
+    floor: float | None = Field(description=f"the smallest change judged a change, {FRACTION}")
     baseline_median: float | None
     baseline_results: int
     note: str
@@ -105,7 +109,7 @@ class ChangePointPublic(BaseModel):
     committed_at: datetime
     before_median: float
     after_median: float
-    change: float
+    change: float = Field(description=CHANGE)
 
 
 class AbsentSeries(BaseModel):
@@ -128,7 +132,7 @@ class MetricPublic(BaseModel):
     sm_clock_mhz: float | None
     statistics: Statistics
     baseline: Baseline | None
-    change: float | None
+    change: float | None = Field(description=CHANGE)
     verdict: str | None = None
     analysis: Analysis | None = None
     # The change point of this series on this branch whose first commit is this commit, if any.
@@ -169,9 +173,9 @@ class WorkPublic(BaseModel):
     label: str
     value: float
     base_value: float | None
-    change: float | None
+    change: float | None = Field(description=CHANGE)
     verdict: Literal["changed", "same", "new", "learning"]
-    tolerance: float | None = None
+    tolerance: float | None = Field(None, description=f"the largest change still same, {FRACTION}")
     pairs: int = 0  # pairs of runs of unchanged code that showed how far it moves
     note: str
 
@@ -257,6 +261,11 @@ class SeriesPoint(BaseModel):
     run_id: str
     statistics: Statistics
     samples: list[float] | None = None
+    verdict: str | None = Field(
+        None,
+        description="the series' verdict at this commit, as a commit's metrics give it "
+        "(regressed, improved, unchanged, pending, new, ...); null until one is decided",
+    )
 
 
 class SeriesHistory(BaseModel):
@@ -272,7 +281,7 @@ class SeriesHistory(BaseModel):
 
 class WorkJudged(BaseModel):
     verdict: Literal["changed", "same", "new", "learning"]
-    change: float | None
+    change: float | None = Field(description=CHANGE)
 
 
 class WorkPoint(BaseModel):

@@ -200,11 +200,6 @@ def repository_branches(session: Session, repository_id: int) -> list[str]:
     return list(session.scalars(select(window.c.branch).distinct().limit(200)))
 
 
-def has_branch(session: Session, repository_id: int, branch: str) -> bool:
-    found = select(Run.id).where(Run.repository_id == repository_id, Run.branch == branch)
-    return session.scalar(found.limit(1)) is not None
-
-
 def has_metric(session: Session, repository_id: int, metric: str) -> bool:
     found = select(Series.id).where(Series.repository_id == repository_id, Series.metric == metric)
     return session.scalar(found.limit(1)) is not None

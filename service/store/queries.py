@@ -12,12 +12,39 @@ from service.core.errors import NotFound
 from service.models import Commit, Job, Repository, Result, Run, Runner
 from service.schemas.jobs import JobPublic
 
+BRANCH_LIST = 50  # the branches a 404 for an unknown one names
+PULL_PREFIX = "pull/"  # a pull request's runs' branch: service.models.pull_request.pull_branch
+
 
 def repository_named(session: Session, name: str) -> Repository:
     repo = session.scalars(select(Repository).where(Repository.name == name)).one_or_none()
     if repo is None:
         raise NotFound(f"no repository {name!r}; it is registered by its first push or run")
     return repo
+
+
+def check_branch(session: Session, repository_id: int, repository: str, branch: str) -> None:
+    """NotFound, naming the branches there are, where no run of the repository is on `branch`:
+    a misspelt branch would otherwise read as an empty history."""
+    known = select(Run.id).where(Run.repository_id == repository_id, Run.branch == branch)
+    if session.scalar(known.limit(1)) is not None:
+        return
+    # Only on the way to a 404: the repository's part of the (repository, branch) index.
+    names = session.scalars(
+        select(Run.branch).where(Run.repository_id == repository_id).distinct().limit(1000)
+    ).all()
+    # A pull request's runs are on a branch of its own each (pull/<number>): counted, not named.
+    branches = sorted(b for b in names if not b.startswith(PULL_PREFIX))
+    pulls = len(names) - len(branches)
+    named = ", ".join(branches[:BRANCH_LIST]) or "none"
+    if len(branches) > BRANCH_LIST:
+        named += f" and {len(branches) - BRANCH_LIST} more"
+    if pulls:
+        named += f"; and {pulls} pull request branch{'es' if pulls > 1 else ''} (pull/<number>)"
+    raise NotFound(
+        f"{repository} has no results on branch {branch!r}; its branches: {named}",
+        branches=branches[:BRANCH_LIST],
+    )
 
 
 def jobs_public(session: Session, jobs: list[Job]) -> list[JobPublic]:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.core.errors import InvalidReference, NotFound
 from service.core.sql import among
-from service.models import ChangePoint, Commit, Repository, Result, Run, Series
+from service.models import ChangePoint, Commit, Repository, Result, Run, Series, Verdict
 from service.schemas import metrics as m
 from service.schemas.document import params_key
 from service.store.commits import statistics_data
@@ -114,6 +114,7 @@ def histories_data(
     # Read before the change points: "not pending" then holds for those read after it.
     pending = series_pending(session, chosen[0].id, branch)
     points = {s.id: _points(session, s.id, branch, limit, with_samples) for s in chosen}
+    _add_verdicts(session, points)
     since = {sid: p[0]["committed_at"] for sid, p in points.items() if p}
     shifts = _change_points(session, since, branch)
     return [
@@ -156,6 +157,7 @@ def _points(
         Result.stdev,
     )
     columns = [
+        Result.id,
         Result.committed_at,
         *stats,
         Commit.sha,
@@ -174,6 +176,7 @@ def _points(
     ).all()
     return [
         {
+            "result_id": row.id,  # for _add_verdicts, which takes it out
             "commit": row.sha,
             "committed_at": row.committed_at,
             "author_name": row.author_name,
@@ -184,6 +187,28 @@ def _points(
         }
         for row in rows
     ]
+
+
+def _add_verdicts(session: Session, points: dict[int, list[dict[str, Any]]]) -> None:
+    """Each point's verdict (that of its result, as the commit's metrics give it; None until
+    the analysis decided one), in one query for every series' points."""
+    wanted = {p.pop("result_id"): p for series in points.values() for p in series}
+    for p in wanted.values():
+        p["verdict"] = None
+    if not wanted:
+        return
+    # Along the series index, bounded below by the oldest result's id: a list of up to
+    # thousands of result ids would be thousands of parameters on SQLite, and verdicts have
+    # no index of their results to look them up by.
+    rows = session.execute(
+        select(Verdict.result_id, Verdict.verdict).where(
+            among(session, Verdict.series_id, list(points)),
+            Verdict.result_id >= min(wanted),
+        )
+    )
+    for result_id, verdict in rows:
+        if result_id in wanted:
+            wanted[result_id]["verdict"] = verdict
 
 
 def _change_points(

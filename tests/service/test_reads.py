@@ -7,6 +7,8 @@ import json
 import httpx
 import pytest
 
+from service.api.app import create_app
+from service.core.settings import Settings
 from service.schemas.metrics import CommitMetrics
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
@@ -220,3 +222,73 @@ def test_healthz_and_unknown_paths(client: httpx.Client) -> None:
     assert "run_id" in schemas["RunDocument"]["properties"]
     # No component is only a pointer to itself (ReDoc refuses such a document).
     assert [n for n, s in schemas.items() if s == {"$ref": f"#/components/schemas/{n}"}] == []
+
+
+def test_a_branch_the_repository_never_had_is_a_404_naming_those_it_has(
+    client: httpx.Client,
+) -> None:
+    post(client, document(commit="a", minutes=0, medians={"k": 100.0}))
+    post(client, document(commit="f", minutes=10, branch="feature", medians={"k": 100.0}))
+    post(client, document(commit="p", minutes=20, branch="pull/7", medians={"k": 100.0}))
+    series_id = metric_of(client.get(f"/api/v1/commits/{sha_for('a')}/metrics").json(), "k")[
+        "series_id"
+    ]
+    for path, params in [
+        (f"/api/v1/commits/{sha_for('a')}/metrics", {}),
+        ("/api/v1/series", {"id": series_id}),
+        ("/api/v1/series/work", {"id": series_id}),
+    ]:
+        answer = client.get(path, params={**params, "branch": "nosuch"})
+        assert answer.status_code == 404, (path, answer.text)
+        assert "'nosuch'" in answer.json()["detail"]
+        assert "feature, main; and 1 pull request branch" in answer.json()["detail"]
+        assert answer.json()["branches"] == ["feature", "main"]
+        # A branch the repository has stays an answer, empty where nothing was run on it.
+        assert client.get(path, params={**params, "branch": "feature"}).status_code == 200
+    elsewhere = client.get(f"/api/v1/commits/{sha_for('a')}/metrics", params={"branch": "feature"})
+    assert elsewhere.json()["runs"] == []
+
+
+def test_series_points_carry_the_verdict_the_commit_metrics_give(client: httpx.Client) -> None:
+    medians = [100.0, 100.0, 100.0, 110.0, 110.0]
+    for i, median in enumerate(medians):
+        parents = [f"c{i - 1}"] if i else []
+        post(client, document(commit=f"c{i}", parents=parents, minutes=i, medians={"k": median}))
+    history = client.get(
+        "/api/v1/series", params={"workload": "gemm_fwd", "kernel": "k", "metric": "duration"}
+    ).json()
+    verdicts = [p["verdict"] for p in history["points"]]
+    expected = [
+        metric_of(client.get(f"/api/v1/commits/{sha_for(f'c{i}')}/metrics").json(), "k")["verdict"]
+        for i in range(len(medians))
+    ]
+    assert verdicts == expected
+    assert verdicts[0] == "new" and "regressed" in verdicts
+
+
+def test_a_series_point_not_yet_judged_has_no_verdict(settings: Settings) -> None:
+    settings.analyse_in_request = False
+    settings.analysis_delay_seconds = 3600  # the backlog waits: no verdict during the test
+    with LiveServer(create_app(settings, migrate=False)) as live, live.client(ADMIN_TOKEN) as c:
+        post(c, document(commit="a", medians={"k": 100.0}))
+        history = c.get("/api/v1/series", params={"workload": "gemm_fwd", "kernel": "k"}).json()
+    assert [p["verdict"] for p in history["points"]] == [None]
+
+
+def test_change_fields_say_they_are_fractions(client: httpx.Client) -> None:
+    """Pages show percent, the API fractions: the schema must say which."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    changes = [
+        "MetricPublic.change", "Analysis.change", "ChangePointPublic.change",
+        "WorkPublic.change", "WorkJudged.change", "AlertPublic.change",
+        "AlertPublic.confirmed_change", "CompareRow.change",
+    ]  # fmt: skip
+    fractions = ["RunOffsetPublic.offset", "Analysis.floor", "WorkPublic.tolerance",
+                 "Statistics.rel_iqr"]  # fmt: skip
+    for where in changes + fractions:
+        name, field = where.split(".")
+        text = schemas[name]["properties"][field].get("description", "")
+        expected = (
+            "relative change as a fraction: 0.05 is +5%" if where in changes else "as a fraction: "
+        )
+        assert expected in text, where

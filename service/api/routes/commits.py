@@ -9,6 +9,7 @@ from service.api.deps import SessionDep, ShaPath
 from service.evaluation.commit_metrics import commit_metrics_data
 from service.schemas.metrics import CommitMetrics
 from service.store.commits import resolve_commit
+from service.store.queries import check_branch
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
 
@@ -18,10 +19,16 @@ def get_commit_metrics(
     sha: ShaPath,
     session: SessionDep,
     repository: str | None = Query(None, description="owner/name, when a sha is in several"),
-    branch: str | None = Query(None, description="default: the branch of the newest run"),
+    branch: str | None = Query(
+        None,
+        description="default: the newest run's branch; 404 where the repository has no runs on it",
+    ),
 ) -> Response:
     """Every workload × kernel × metric at a commit, with baseline and change."""
     commit, repo_name = resolve_commit(session, sha, repository)
+    # A commit can be run on several branches (a release, a pull request): they answer apart.
+    if branch is not None:
+        check_branch(session, commit.repository_id, repo_name, branch)
     # Written straight from plain data (see commit_metrics_data); tests hold it to the model.
     return Response(
         orjson.dumps(

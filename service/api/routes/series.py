@@ -6,15 +6,27 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Query
+from sqlalchemy.orm import Session
 
 from service.api.body import check_depth, too_deep
 from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
 from service.evaluation.work_history import work_history
+from service.models import Series
 from service.schemas.metrics import SeriesHistory, WorkHistory
+from service.store.queries import check_branch
 from service.store.series import default_branch, find_series, history
 
 router = APIRouter(prefix="/api/v1/series", tags=["series"])
+BRANCH = "default: the newest result's branch; 404 where the repository has no runs on it"
+
+
+def _branch(session: Session, series: Series, repository: str, branch: str | None) -> str:
+    """The branch asked for, which the repository must have runs on, or the newest result's."""
+    if branch is None:
+        return default_branch(session, series)
+    check_branch(session, series.repository_id, repository, branch)
+    return branch
 
 
 def _parse_params(text: str | None) -> dict[str, Any] | None:
@@ -48,11 +60,11 @@ def get_series(
         None, description="timing method: cuda_events, cupti or host (a change starts a series)"
     ),
     params: str | None = Query(None, description='workload parameters as JSON, {"m":1024}'),
-    branch: str | None = Query(None, description="default: the branch of the newest result"),
+    branch: str | None = Query(None, description=BRANCH),
     limit: int = Query(1000, ge=1, le=10_000),
     samples: bool = Query(False, description="include raw samples"),
 ) -> SeriesHistory:
-    """One series' results along a branch, in commit order (oldest first)."""
+    """One series' results along a branch with their verdicts, oldest commit first."""
     filters = {
         "repository": repository,
         "suite": suite,
@@ -67,7 +79,7 @@ def get_series(
     series, repo_name = find_series(
         session, series_id=id, filters=filters, params=_parse_params(params)
     )
-    branch = branch or default_branch(session, series)
+    branch = _branch(session, series, repo_name, branch)
     return history(session, series, repo_name, branch, limit, samples)
 
 
@@ -78,10 +90,10 @@ def get_work(
         ..., ge=1, le=MAX_ID, description="the timing series (from a commit's metrics)"
     ),
     kernel: str | None = Query(None, description="one kernel of the workload; default: all"),
-    branch: str | None = Query(None, description="default: the branch of the newest result"),
+    branch: str | None = Query(None, description=BRANCH),
     limit: int = Query(1000, ge=1, le=10_000),
 ) -> WorkHistory:
     """The work counters of a series' kernels along a branch, with their verdicts."""
     series, repo_name = find_series(session, series_id=id, filters={}, params=None)
-    branch = branch or default_branch(session, series)
+    branch = _branch(session, series, repo_name, branch)
     return work_history(session, series, repo_name, branch, limit, kernel)

@@ -118,6 +118,29 @@ def test_each_documented_mistake_gets_its_documented_line(tmp_path: Path, mistak
     assert "Traceback" not in done.stderr
 
 
+def test_the_page_installs_from_the_repository_and_serves_with_the_token_it_posts_with() -> None:
+    """Read from an empty repository: kernelwatch is on no package index, and step 4's post
+    answers 401 unless the service it starts has the admin token the post sends."""
+    installs = [line for line in DOC.splitlines() if "pip install " in line]
+    assert installs and all("'.[" in line or " @ git+" in line for line in installs), installs
+    step = DOC.split("## 4. ")[1].split("\n## ")[0]
+    order = [
+        "export KERNELWATCH_ADMIN_TOKEN=",
+        "kernelwatch serve",
+        "Bearer $KERNELWATCH_ADMIN_TOKEN",
+    ]
+    found = [step.find(s) for s in order]
+    assert -1 not in found and found == sorted(found), dict(zip(order, found, strict=True))
+
+
+def test_the_page_names_every_precision_the_pages_read() -> None:
+    from dashboards.devices import _KNOWN, _PRECISION
+
+    row = next(line for line in DOC.splitlines() if line.startswith("| `precision`"))
+    known = {p for _, peak in _KNOWN for p in peak.flops} | set(_PRECISION)
+    assert [p for p in sorted(known) if f"`{p}`" not in row] == []
+
+
 @pytest.mark.gpu
 def test_the_example_is_correct_and_timed_on_a_gpu() -> None:
     from runner.measure.phase import run_phase
