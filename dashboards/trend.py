@@ -277,6 +277,12 @@ def _hover_rows(line: TrendLine, reference: float | None) -> list[list[str]]:
     ]
 
 
+def _next_point(line: TrendLine, marker: TrendMarker) -> TrendPoint | None:
+    """The line's first point after a commit it has no point at: where that commit's effect
+    was measured (an alert a bisection moved to an unmeasured commit of a push)."""
+    return next((p for p in line.points if p.committed_at > marker.committed_at), None)
+
+
 def _add_markers(
     traces: list[go.Scatter],
     line: TrendLine,
@@ -292,7 +298,7 @@ def _add_markers(
     by_sha = {p.sha: p for p in line.points}
     xs, ys, texts = [], [], []
     for m in markers:
-        point = by_sha.get(m.sha)
+        point = by_sha.get(m.sha) or (_next_point(line, m) if m.value is None else None)
         y = point.median if point is not None else m.value
         x = axis.x(m.sha, m)
         if y is None or x is None:

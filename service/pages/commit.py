@@ -15,9 +15,10 @@ from dashboards.format import fmt_value, params_label, series_label
 from dashboards.model import ChangeBar, ShareRow
 from service.analysis.verdicts import class_target
 from service.evaluation.commit_metrics import commit_metrics, latest_runs
+from service.pages import commit_bisection as bisection
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import AbsentSeries, MetricPublic, WorkloadPublic
-from service.store import dashboard_reads as store
+from service.store.alert_places import alerts_at_commit
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
 from service.web.deps import SessionDep, ShaPath
@@ -62,6 +63,10 @@ def commit_data(
             ]
     bars.sort(key=lambda b: -abs(b.change))
     broken, not_measured = _broken_rows(metrics.workloads, metrics.absent)
+    alerts, roles = _alerts_at(session, commit.id)
+    moved = bisection.moved_away(alerts, roles)
+    for row in rows:
+        row["bisected_to"] = moved.get(row["series_id"])
     data = {
         **metrics.model_dump(mode="json"),
         # A workload that ran and failed (its correctness, say) is a broken row of the table;
@@ -71,8 +76,12 @@ def commit_data(
         "run_details": [_run_detail(r, peaks[uuid]) for uuid, r in runs.items()],
         "alerts": [
             {"role": role, **a.model_dump(mode="json", include=ALERT_FIELDS)}
-            for a, role in zip(*_alerts_at(session, commit.id), strict=True)
+            for a, role in zip(alerts, roles, strict=True)
         ],
+        # Regressions counted where a bisection found they came in, not at the measured head.
+        "verdict_counts": bisection.adjusted_counts(metrics.verdict_counts, moved),
+        "bisected": bisection.by_first_bad(moved),
+        "found_here": bisection.found_here(alerts, roles, commit.sha),
     }
     figures: dict[str, Any] = {}
     if bars:
@@ -121,7 +130,7 @@ def _broken_rows(
 
 def _alerts_at(session: Session, commit_id: int) -> tuple[list[Any], list[str]]:
     """The alerts the commit opened, started or fixed (as the alerts API shows them), and how."""
-    found = store.alerts_at_commit(session, commit_id)
+    found = alerts_at_commit(session, commit_id)
     return alerts_public(session, [a for a, _ in found]), [role for _, role in found]
 
 

@@ -22,6 +22,7 @@ from service.core.errors import ApiError
 from service.pages.render import html_page, json_twin
 from service.pages.trend_query import TrendQuery, TrendQueryDep
 from service.store import dashboard_reads as store
+from service.store.alert_places import alert_markers
 from service.store.queries import check_branch, repository_named
 from service.store.series import histories_data
 from service.web.deps import SessionDep
@@ -87,9 +88,7 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
     histories = histories_data(session, chosen, repo.name, branch, q.points)
     _join_redefined(session, histories, repo.name, branch, q.points)
     starts = [h["points"][0]["committed_at"] for h in histories if h["points"]]
-    alerts = (
-        store.alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
-    )
+    alerts = alert_markers(session, [s.id for s in chosen], branch, min(starts)) if starts else []
     several = len({s.fingerprint for s in chosen}) > 1  # name each line's environment
     # A workload whose timing method changed is two series: the lines say which is which.
     methods = len({s.method for s in chosen}) > 1
@@ -105,8 +104,10 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         )
     data = _data(q, choices, matching, histories, message)
     data["alerts"] = [
+        # `commit`: where the regression came in (a bisection's first bad commit, else the
+        # measured one); `measured_at`: the measured head where a bisection moved it
         {"id": a[0], "series_id": a[1], "commit": a[2], "committed_at": a[3], "state": a[4],
-         "summary": a[5]}
+         "summary": a[5], "measured_at": a[6]}
         for a in alerts
     ]  # fmt: skip
     return TrendView(data, lines, histories)
@@ -181,8 +182,14 @@ def _line(
         for cp in h["change_points"]
     ]
     markers += [
-        TrendMarker(kind="alert", sha=sha, committed_at=at, text=f"alert #{aid} ({state}): {text}")
-        for aid, sid, sha, at, state, text in alerts
+        TrendMarker(
+            kind="alert",
+            sha=sha,
+            committed_at=at,
+            text=f"alert #{aid} ({state}): {text}"
+            + (f"; bisected here from {head[:10]}" if head else ""),
+        )
+        for aid, sid, sha, at, state, text, head in alerts
         if sid == s["id"]
     ]
     if "redefined" in h:

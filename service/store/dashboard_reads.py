@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, or_, select
+from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
+from service.store.alert_places import inherited
 
 ACTIVE_ALERT_STATES = ("suspected", "open", "acknowledged")
 ACTIVE_JOB_STATES = ("queued", "running")
@@ -37,6 +38,9 @@ class RecentRun:
     author: str
     subject: str
     verdicts: dict[str, int]
+    # first bad sha -> regressed series whose alert a bisection moved to that earlier commit:
+    # counted there, not among this run's regressions
+    bisected: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def recent_runs(session: Session, limit: int = 15) -> list[RecentRun]:
             Commit.sha,
             Commit.author_name,
             func.substr(Commit.message, 1, 200),
+            Run.commit_id,
         )
         .join(Commit, Commit.id == Run.commit_id)
         .join(Repository, Repository.id == Run.repository_id)
@@ -116,10 +121,17 @@ def recent_runs(session: Session, limit: int = 15) -> list[RecentRun]:
         .group_by(Verdict.run_id, Verdict.verdict)
     ):
         counts[run_id][verdict] = n
-    return [
-        RecentRun(*row[1:11], subject=row[11].split("\n", 1)[0], verdicts=counts[row[0]])
-        for row in rows
-    ]
+    moved = inherited(session, [row[12] for row in rows])
+    out = []
+    for row in rows:
+        bisected = {sha: len(ids) for sha, ids in moved.get((row[12], row[3]), {}).items()}
+        verdicts = dict(counts[row[0]])
+        if bisected and verdicts.get("regressed"):
+            verdicts["regressed"] = max(verdicts["regressed"] - sum(bisected.values()), 0)
+        subject = row[11].split("\n", 1)[0]
+        out.append(RecentRun(*row[1:11], subject, {k: v for k, v in verdicts.items() if v},
+                             bisected))  # fmt: skip
+    return out
 
 
 def active_alerts(session: Session, limit: int = 20) -> list[Alert]:
@@ -142,30 +154,6 @@ def alerts(
     if repository_id is not None:
         query = query.where(Alert.repository_id == repository_id)
     return list(session.scalars(query))
-
-
-def alerts_at_commit(session: Session, commit_id: int) -> list[tuple[Alert, str]]:
-    """The alerts a commit opened, was found to start (bisection) or fixed, with which."""
-    found = session.scalars(
-        select(Alert)
-        .where(
-            or_(
-                Alert.commit_id == commit_id,
-                Alert.first_bad_commit_id == commit_id,
-                Alert.fixed_by_commit_id == commit_id,
-            )
-        )
-        .order_by(Alert.id)
-    ).all()
-    out = []
-    for a in found:
-        if a.fixed_by_commit_id == commit_id:
-            out.append((a, "fixed here"))
-        elif a.first_bad_commit_id == commit_id and a.commit_id != commit_id:
-            out.append((a, "started here (bisection)"))
-        else:
-            out.append((a, "opened here"))
-    return out
 
 
 def runners(session: Session) -> list[Runner]:
@@ -254,31 +242,6 @@ def series_options(session: Session, repository_id: int, metric: str) -> list[Se
 
 def series_rows(session: Session, ids: list[int]) -> list[Series]:
     return list(session.scalars(select(Series).where(Series.id.in_(ids)).order_by(Series.id)))
-
-
-def alert_markers(
-    session: Session, series_ids: list[int], branch: str, since: datetime
-) -> list[tuple[int, int, str, datetime, str, str]]:
-    """(alert id, series id, sha, committed_at, state, summary) of the series' alerts."""
-    rows = session.execute(
-        select(
-            Alert.id,
-            Alert.series_id,
-            Commit.sha,
-            Commit.committed_at,
-            Alert.state,
-            Alert.summary,
-        )
-        .join(Commit, Commit.id == Alert.commit_id)
-        .where(
-            Alert.series_id.in_(series_ids),
-            Alert.branch == branch,
-            Commit.committed_at >= since,
-        )
-        .order_by(Alert.id)
-        .limit(500)
-    ).all()
-    return [tuple(row) for row in rows]  # type: ignore[misc]
 
 
 def recent_commits(session: Session, repository_id: int | None, limit: int = 10) -> list[str]:

@@ -293,3 +293,13 @@ def test_x_is_the_commit_order_of_every_line_together() -> None:
     many = TrendLine("m", "us", points([1.0] * 45))
     ticks = trend_figure([many], metric="duration").layout.xaxis.tickvals
     assert len(ticks) <= 10 and ticks[0] == 0
+
+
+def test_an_alert_at_an_unmeasured_commit_sits_at_the_next_point() -> None:
+    """A bisection moved the alert to a commit of the push the series has no point at: the ✕
+    goes between the points, at the level where its effect was measured."""
+    pts = points([100.0, 100.0, 108.0])
+    moved = TrendMarker("alert", "e" * 40, pts[1].committed_at + timedelta(seconds=30), "#1")
+    fig = trend_figure([TrendLine("k", "us", pts, [moved])], metric="duration")
+    (alerts,) = [t for t in fig.data if t.name == "alerts"]
+    assert list(alerts.x) == [1.5] and 108.0 < alerts.y[0] < 109.0

@@ -80,7 +80,11 @@ def post_head(runner: httpx.Client, labels: list[str], head: str) -> None:
 
 def paired(claim: dict, head: str, head_median: float, seed: int) -> dict:
     job = claim["job"]
-    doc = document(commit=head, medians={"gemm_bias_act_fwd": head_median}, seed=seed)
+    # The push's commits were made between the history (minutes 0-7) and the head (20).
+    minutes = 10 + PUSH.index(head) if head in PUSH[:-1] else 20
+    doc = document(
+        commit=head, medians={"gemm_bias_act_fwd": head_median}, seed=seed, minutes=minutes
+    )
     base = document(
         commit=job["payload"]["base_sha"], medians={"gemm_bias_act_fwd": 100.0}, seed=seed + 1
     )
@@ -150,6 +154,43 @@ def test_a_regression_at_the_head_of_a_push_is_bisected_to_its_first_bad_commit(
     assert bisection.startswith("bisection done between ")
     for label, says in (("p2", "(good)"), ("p3", "(bad)"), ("p1", "(good, ")):
         assert f"/commits/{sha_for(label)}" in bisection and says in bisection
+
+
+def test_every_page_shows_the_regression_at_the_first_bad_commit(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """The bisected commit has no run of its own; the pages show the regression there, and the
+    measured head says it inherits it."""
+    labels = history(admin)
+    queue_head(engine, PUSH)
+    with server.client(runner_token(engine)) as runner:
+        post_head(runner, labels, "head")
+        confirm(runner)
+        (alert,) = admin.get("/api/v1/alerts").json()
+        bisect_run(runner, first_bad="p3", broken="", alert_id=alert["id"])
+    bad, head = sha_for("p3"), sha_for("head")
+    found = admin.get(f"/commits/{bad}.json").json()
+    (here,) = found["found_here"]
+    assert (here["alert_id"], here["good"], here["head"]) == (alert["id"], sha_for("p2"), head)
+    assert here["change"] == pytest.approx(0.08, abs=0.01) and here["base"] == sha_for("c7")
+    page = admin.get(f"/commits/{bad}").text
+    assert "Found here by bisection" in page and "1 regressed, bisected here" in page
+    assert "No run has results" not in page and "no verdicts" not in page
+    assert f"/compare?base={sha_for('c7')}&amp;head={head}" in page
+    measured = admin.get(f"/commits/{head}.json").json()
+    assert measured["bisected"] == {bad: 1} and "regressed" not in measured["verdict_counts"]
+    (row,) = [r for r in measured["rows"] if r["series_id"] == alert["series"]["id"]]
+    assert row["bisected_to"] == bad
+    assert f"regressed since {bad[:7]}, bisected" in admin.get(f"/commits/{head}").text
+    (newest, *_) = admin.get("/index.json").json()["recent_runs"]
+    assert newest["sha"] == head and newest["bisected"] == {bad: 1}
+    assert "regressed" not in newest["verdicts"]
+    assert f"1 regressed since {bad[:7]}, bisected" in admin.get("/").text
+    trend = admin.get("/trends.json", params={"series": alert["series"]["id"]}).json()
+    (marker,) = trend["alerts"]
+    assert (marker["commit"], marker["measured_at"]) == (bad, head)
+    figure = admin.get("/trends", params={"series": alert["series"]["id"]}).text
+    assert "bisected here from" in figure and '"x":[7.5]' in figure.replace(" ", "")
 
 
 def test_a_push_of_one_commit_is_not_bisected(
