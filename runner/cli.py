@@ -2,7 +2,8 @@
 
 Each subcommand is one `_add_<name>(subparsers)` function that registers its arguments and sets
 `handler` to a function taking the parsed arguments and returning the exit code; `run`, `agent`
-and `list` join `parse-ncu` the same way. Exit codes: 0 success, 2 usage or input errors.
+and `list` join `parse-ncu` the same way. Exit codes: 0 success, 2 usage or input errors; the
+agent's own are in runner/agent/exits.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from runner.profile import ncu
 
 PROG = "kernelwatch-runner"
+CPU_ENV = "KERNELWATCH_RUNNER_CPU"  # --cpu of `agent` and `doctor`, for a unit's EnvironmentFile
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,9 +65,13 @@ def _tell_unhealthy(server: str, token: str, reason: str) -> str:
     return "the service shows this runner as unhealthy until an agent starts on a healthy host"
 
 
-def _fail(command: str, message: str) -> int:
+def _fail(command: str, message: str, code: int = 2) -> int:
     print(f"{PROG} {command}: error: {message}", file=sys.stderr)
-    return 2
+    return code
+
+
+def _env_on(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _add_run(subparsers: argparse._SubParsersAction) -> None:
@@ -144,6 +150,13 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
         help="labels this host reports, e.g. gpu=h100: they narrow what the "
         "token may claim, never widen it (its labels come with the token)",
     )
+    sub.add_argument(
+        "--cpu",
+        action="store_true",
+        default=_env_on(CPU_ENV),
+        help=f"serve CPU suites on a host without a GPU (or ${CPU_ENV}=1); without it the agent "
+        "refuses to start where doctor finds no usable GPU",
+    )
     sub.add_argument("--spool", type=Path, help="pending results (~/.cache/kernelwatch/spool)")
     sub.add_argument("--cache", type=Path, help="clones and worktrees (~/.cache/kernelwatch)")
     sub.add_argument("--only", help="regular expression over workload ids (testing)")
@@ -166,8 +179,8 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
 def _agent(args: argparse.Namespace) -> int:
     import logging
 
+    from runner.agent.exits import EXIT_CONFIG, EXIT_HOST
     from runner.host import checks as host
-    from runner.host import gpuinfo
 
     if not args.token:
         return _fail("agent", "--token (or $KERNELWATCH_RUNNER_TOKEN) is required")
@@ -177,11 +190,22 @@ def _agent(args: argparse.Namespace) -> int:
         if not sep or not key:
             return _fail("agent", f"label {item!r} is not key=value")
         labels[key.strip()] = value.strip()
-    device = "cuda" if gpuinfo.sm_clock_mhz() is not None else "cpu"
-    # Checked before the first claim: a host that cannot run jobs must not take them from the
-    # queue (a GPU whose stack is broken; no git; no disk). Without a GPU it serves CPU suites.
+    device = "cpu" if args.cpu else "cuda"
     cache = args.cache or host.DEFAULT_CACHE
-    problems = [c for c in host.agent_checks(device, cache) if not c.ok]
+    # Without --cpu the agent serves CUDA suites, so where doctor's GPU checks fail it is the
+    # wrong host or the wrong start: a restart cannot fix that. It leaves the service alone: a
+    # registration would claim jobs it cannot run, and an unhealthy report would stop the
+    # token's runner on the host where it does work.
+    gpu = {} if args.cpu else host.probe_gpu()
+    if not args.cpu and (missing := host.gpu_problem(gpu)) is not None:
+        why = " ".join(f"{missing.name} {missing.state}: {missing.detail} -> {missing.fix}".split())
+        return _fail("agent", f"no usable GPU for CUDA suites ({why}): fix that "
+                     "(kernelwatch-runner doctor checks the GPU stack), or pass --cpu "
+                     f"(${CPU_ENV}=1) if this host serves CPU suites; nothing was claimed",
+                     EXIT_CONFIG)  # fmt: skip
+    # Checked before the first claim: a host that cannot run jobs must not take them from the
+    # queue (no git; no disk).
+    problems = [c for c in host.agent_checks(device, cache, gpu=lambda: gpu) if not c.ok]
     if problems:
         for check in problems:
             print(f"{PROG} agent: {check.line}", file=sys.stderr)
@@ -208,7 +232,7 @@ def _agent(args: argparse.Namespace) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per claim poll otherwise
     try:
-        return run_agent(
+        code = run_agent(
             args.server,
             args.token,
             make_run_job(cache, args.only, console, local_clones=local),
@@ -220,6 +244,15 @@ def _agent(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         return _fail("agent", str(exc))
+    if code == EXIT_HOST and args.cpu:
+        # Only a CUDA suite fails a CPU host (require_gpu): a restart would register, claim the
+        # next such job and hand it back the same way, every time.
+        return _fail("agent", "this agent serves CPU suites (--cpu) and its runner's labels "
+                     "gave it a CUDA suite's job (handed back to the queue): give the runner "
+                     "labels that only CPU suites' repositories ask for (kernelwatch "
+                     "runner-token create NAME --labels ... --rotate), or run it on a GPU host "
+                     "without --cpu", EXIT_CONFIG)  # fmt: skip
+    return code
 
 
 def _add_list(subparsers: argparse._SubParsersAction) -> None:
@@ -304,7 +337,8 @@ def _add_doctor(subparsers: argparse._SubParsersAction) -> None:
         help="runner token (or $KERNELWATCH_RUNNER_TOKEN)",
     )
     sub.add_argument("--cache", type=Path, help="clones and builds (~/.cache/kernelwatch)")
-    sub.add_argument("--cpu", action="store_true", help="a host for CPU suites: no GPU needed")
+    sub.add_argument("--cpu", action="store_true", default=_env_on(CPU_ENV),
+                     help=f"a host for CPU suites: no GPU needed (or ${CPU_ENV}=1)")  # fmt: skip
     sub.add_argument("--json", action="store_true", help="print the checks as JSON")
     sub.set_defaults(handler=_doctor)
 

@@ -52,7 +52,7 @@ def test_push_to_regression_verdict(service, tmp_path: Path) -> None:
     ).stdout.strip()
     third = innocent_commit(repo)
     runner = [str(BIN / "kernelwatch-runner")]
-    with agent_process(runner, url, token, tmp_path, env, "--poll", "0.3") as agent:
+    with agent_process(runner, url, token, tmp_path, env, "--cpu", "--poll", "0.3") as agent:
         (job1,) = push(url, repo, REPOSITORY, first, [first])
         wait_for(lambda: _job_state(url, job1) == "succeeded", agent, timeout=120)
         (job2,) = push(url, repo, REPOSITORY, second, [second])
@@ -127,7 +127,7 @@ def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path
         env=env, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     with agent_process([str(BIN / "kernelwatch-runner")], url, token, tmp_path, env,
-                       "--poll", "0.3") as agent:  # fmt: skip
+                       "--cpu", "--poll", "0.3") as agent:  # fmt: skip
         (main_job,) = push(url, repo, REPOSITORY, first, [first])
         wait_for(lambda: _job_state(url, main_job) == "succeeded", agent, timeout=120)
         answer = post_push(url, SECRET, event, event="pull_request")

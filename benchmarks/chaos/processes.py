@@ -194,6 +194,7 @@ def agent(url: str, token: str, workdir: Path, env: dict[str, str], name: str) -
     command = [
         str(BIN / "kernelwatch-runner"),
         "agent",
+        "--cpu",  # the CPU fixture suite; a host without a GPU refuses without it
         "--server",
         url,
         "--token",

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.agent.client import ServiceClient, ServiceError, ServiceRefused, ServiceUnavailable
+from runner.agent.exits import EXIT_HOST, EXIT_OK, EXIT_REFUSED
 from runner.agent.spool import Backoff, Spool, deliver, flush
 from runner.host.checks import HostError
 from runner.run.pipeline import JobInterrupted
@@ -38,9 +39,6 @@ from runner.run.pipeline import JobInterrupted
 logger = logging.getLogger(__name__)
 
 RunJob = Callable[[dict[str, Any], threading.Event], dict[str, Any]]
-EXIT_OK = 0
-EXIT_REFUSED = 1  # the service refused the runner itself (token, URL): a person must act
-EXIT_HOST = 3  # this host cannot run jobs (its GPU stack broke): its job went back to the queue
 LOG_TAIL_CHARS = 20_000
 
 

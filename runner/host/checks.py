@@ -242,9 +242,14 @@ def can_run(checks: list[Check]) -> bool:
     return all(c.state == "ok" for c in checks if c.required)
 
 
+def gpu_problem(gpu: dict) -> Check | None:
+    """Why CUDA suites cannot run here, from `probe_gpu`'s answer (doctor's first failing GPU
+    line), or None when they can: the agent's start and every CUDA job ask the same."""
+    return next((check for check in gpu_checks(gpu) if check.state != "ok"), None)
+
+
 def require_gpu(suite_name: str, gpu: Callable[[], dict] | None = None) -> None:
     """HostError naming the missing piece when this host cannot run a CUDA suite."""
-    for check in gpu_checks((gpu or probe_gpu)()):
-        if check.state != "ok":
-            raise HostError(f"this host cannot run the CUDA suite {suite_name!r}: {check.name} "
-                            f"{check.state}: {check.detail} ({check.fix})")  # fmt: skip
+    if (check := gpu_problem((gpu or probe_gpu)())) is not None:
+        raise HostError(f"this host cannot run the CUDA suite {suite_name!r}: {check.name} "
+                        f"{check.state}: {check.detail} ({check.fix})")  # fmt: skip

@@ -121,20 +121,17 @@ def test_doctor_checks_the_service_and_the_token(
     assert capsys.readouterr().out.startswith("ok      numpy")
 
 
-def test_an_agent_on_a_broken_gpu_host_refuses_before_any_claim(
+def test_an_agent_on_a_host_without_git_refuses_before_any_claim(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from runner.host import gpuinfo
-
-    monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)  # NVML sees a GPU...
-    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
-    # ...and the service is told once, best effort, never asked for work: a closed port would
-    # be retried forever otherwise.
-    code = cli.main(["agent", "--server", "http://127.0.0.1:9", "--token", "kwr_x",
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on it
+    # The service is told once, best effort, never asked for work: a closed port would be
+    # retried forever otherwise. (Without a GPU, tests/runner/agent/test_startup.py.)
+    code = cli.main(["agent", "--cpu", "--server", "http://127.0.0.1:9", "--token", "kwr_x",
                      "--cache", str(tmp_path)])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2
-    assert "kernelwatch-runner agent: missing cupy" in err
+    assert "kernelwatch-runner agent: missing git" in err
     assert "the service was not told (" in err
     assert "this host cannot run jobs" in err and "Traceback" not in err
 
@@ -146,25 +143,23 @@ def test_a_refusing_agent_marks_its_runner_unhealthy_until_one_starts_healthy(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    from runner.host import gpuinfo
     from tests.service.store.test_queue import make_jobs
 
     token = make_runner(engine, "h100-a", {"gpu": "h100"})
     make_jobs(engine, 1, {"gpu": "h100"})
-    monkeypatch.setattr(gpuinfo, "sm_clock_mhz", lambda: 1980.0)
-    monkeypatch.setattr(host, "probe_gpu", lambda: {"missing": "No module named 'cupy'"})
-    code = cli.main(["agent", "--server", server.url, "--token", token, "--cache",
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git on it
+    code = cli.main(["agent", "--cpu", "--server", server.url, "--token", token, "--cache",
                      str(tmp_path)])  # fmt: skip
     assert code == 2
     assert "the service shows this runner as unhealthy" in capsys.readouterr().err
     with server.client(token) as client:
         runner = client.get("/api/v1/runners").json()[0]
         assert not runner["healthy"] and runner["unhealthy_since"]
-        assert "missing cupy" in runner["unhealthy_reason"]
+        assert "missing git" in runner["unhealthy_reason"]
         refused = client.post("/api/v1/jobs/claim")  # an older agent that claims regardless
         assert refused.status_code == 409 and "cannot run jobs" in refused.json()["detail"]
         page = client.get("/")
-        assert "unhealthy since" in page.text and "missing cupy" in page.text
+        assert "unhealthy since" in page.text and "missing git" in page.text
         # an agent that starts on a healthy host registers: the mark goes, jobs come again
         client.post("/api/v1/runners/register", json={"host": "gpu-host-01"})
         assert client.get("/api/v1/runners").json()[0]["healthy"]
@@ -185,11 +180,12 @@ def test_list_and_every_help_work_without_cupy() -> None:
 
 def test_the_runner_host_page_says_what_the_code_does() -> None:
     """docs/runner-host.md: its commands parse with the real CLIs, its extras exist, and its
-    systemd units keep down only on the exit code of a refused runner."""
+    systemd units keep down only on the exit codes that need a person: a refused runner, and an
+    agent started for suites its host cannot run."""
     import shlex
     import tomllib
 
-    from runner.agent.loop import EXIT_HOST, EXIT_REFUSED
+    from runner.agent.exits import EXIT_CONFIG, EXIT_HOST, EXIT_REFUSED
     from service.cli import build_parser as service_parser
 
     page = (ROOT / "docs" / "runner-host.md").read_text()
@@ -204,6 +200,11 @@ def test_the_runner_host_page_says_what_the_code_does() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     for extra in ("runner-cuda12", "runner-cuda13"):
         assert extra in page and extra in extras["optional-dependencies"]
-    assert f"RestartPreventExitStatus={EXIT_REFUSED}" in page
-    assert f"exit with code {EXIT_HOST}" in page and "exit with code 2" in page
+    prevented = [line.partition("=")[2].split() for line in lines
+                 if line.startswith("RestartPreventExitStatus=")]  # fmt: skip
+    assert prevented == [[str(EXIT_REFUSED), str(EXIT_CONFIG)]] * 2  # both units; 2 and 3 restart
+    said = page.lower()
+    for code in (EXIT_REFUSED, 2, EXIT_HOST, EXIT_CONFIG):
+        assert f"exit code {code}" in said or f"exit with code {code}" in said, code
+    assert f"`{cli.CPU_ENV}=1`" in page and "kernelwatch-runner agent --cpu" in page
     assert "ExecStart=/opt/kernelwatch/bin/kernelwatch-runner agent" in page
