@@ -122,6 +122,9 @@ def _answer(factory: sessionmaker[Session], raw: dict[str, Any], kind: str, comm
                 runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
                 session.add(runner)
                 session.flush()
+            # What the recording's runner reported: its GPU, and a post just now.
+            runner.environment = raw.get("environment") or {}
+            runner.last_seen_at = utcnow()
             claimed = claim(session, runner, lease_seconds=600)
             if claimed is None or claimed.job.kind != kind or claimed.job.commit_sha != commit:
                 raise DemoError(f"the bundle's {kind} of {commit[:12]} was not the next job")

@@ -17,6 +17,7 @@ from service.evaluation.changepoints import update_change_points
 from service.models import Alert, Run
 from tests.dashboards.conftest import post_rich_history
 from tests.documents import document, post_history
+from tests.service.evaluation.test_alert_groups import regress
 
 PAGES = ["/", "/trends", "/compare", "/alerts"]
 TWINS = ["/index.json", "/trends.json", "/compare.json", "/alerts.json"]
@@ -36,7 +37,9 @@ def test_an_empty_database_shows_helpful_empty_states(anonymous: httpx.Client) -
         assert page.status_code == 200, path
         assert page.headers["content-type"].startswith("text/html")
         assert 'class="empty"' in page.text, path
-    assert "No results yet" in anonymous.get("/").text
+    overview = anonymous.get("/").text
+    assert "No results yet" in overview and "<code>kernelwatch demo</code>" in overview
+    assert "`" not in overview  # commands are set as code, never in literal backticks
     assert "No results yet" in anonymous.get("/trends").text
     assert "Not enough history yet" in anonymous.get("/compare").text
     for path in TWINS:
@@ -317,6 +320,32 @@ def test_alerts_page_lists_and_triage_goes_through_the_api(
     assert default["notice"] in html.unescape(anonymous.get("/alerts").text)
     asked = anonymous.get("/alerts.json?state=open").json()  # asked for: no stand-in
     assert asked["alerts"] == [] and asked["notice"] is None
+
+
+def test_alerts_page_heads_each_group_with_its_cause_and_lists_its_alerts_beneath(
+    admin: httpx.Client, anonymous: httpx.Client, engine: Engine
+) -> None:
+    regress(admin)  # gemm_a and gemm_b slowed by gemm_shared's occupancy; lonely by its own
+    with engine.begin() as conn:  # as if the confirmation had reproduced them
+        conn.execute(update(Alert).values(state="open"))
+    data = anonymous.get("/alerts.json").json()
+    ids = {a["series"]["params"]["act"]: a["id"] for a in data["alerts"]}
+    a, b, lonely = ids["gemm_a"], ids["gemm_b"], ids["lonely"]
+    assert [g["alert_ids"] for g in data["groups"]] == [[lonely], [b, a]]
+    assert "alerts" not in data["groups"][0]  # named by id: each alert is listed once
+    page = anonymous.get("/alerts").text
+    _, alone, shared = page.split('<section class="alert-group"')
+    headline = re.search(r'<h2 class="group-headline">(.*?)</h2>', shared, re.S)
+    assert headline is not None and data["groups"][1]["headline"] in html.unescape(
+        headline.group(1)
+    )
+    assert data["groups"][1]["headline"].startswith("gemm_shared: lower occupancy (registers)")
+    # Its alerts beneath, the larger change first, each with its detail and its own form; one
+    # form triages the group. An alert alone has its own form only.
+    assert shared.index(f'id="alert-{b}"') < shared.index(f'id="alert-{a}"')
+    assert f'<form class="group-triage" data-alert-ids="{b},{a}">' in shared
+    assert shared.count('<form class="triage"') == 2 and "ranked-causes" in shared
+    assert f'id="alert-{lonely}"' in alone and "group-triage" not in alone
 
 
 def test_plotly_is_served_by_the_service_itself(admin: httpx.Client) -> None:

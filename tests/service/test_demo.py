@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import html
 import json
 import shutil
 from pathlib import Path
@@ -16,7 +17,7 @@ from dashboards import DEMO_DIR
 from service.core.db import create_db_engine
 from service.core.settings import Settings
 from service.demo import DemoError, demo_settings, load_demo
-from service.models import Alert, Commit, Run, Verdict
+from service.models import Alert, Commit, Run, Runner, Verdict
 from tests.e2e import demo_process
 
 MANIFEST = json.loads((DEMO_DIR / "manifest.json").read_text())
@@ -57,6 +58,10 @@ def test_the_history_loads_with_its_regression_confirmed_and_fixed(tmp_path: Pat
             .where(Run.commit_id == alert.commit_id, Verdict.series_id == alert.series_id)
         ).one()
         assert at_regression == "regressed"
+        # The demo's runner shows the GPU the recording ran on and when it last posted.
+        (runner,) = session.scalars(select(Runner)).all()
+        assert runner.environment["gpu"]["name"].startswith("NVIDIA")
+        assert runner.last_seen_at is not None
     engine.dispose()
     # Loading again rebuilds the demo database instead of adding to it.
     assert load_demo(settings, log=lambda _: None) == len(MANIFEST["runs"])
@@ -84,6 +89,14 @@ def test_kernelwatch_demo_serves_the_pages(tmp_path: Path) -> None:
         # The first look shows what needs attention: the open regression, with its cause.
         first = httpx.get(f"{url}/alerts").text
         assert "gemm_fwd" in first and "uncoalesced" in first and "transpose" not in first
+        # Its two alerts are one change: one kernel's one cause, at the commit bisection named.
+        (group,) = httpx.get(f"{url}/api/v1/alerts/groups?state=open").json()
+        culprit = [e for e in MANIFEST["runs"] if e["kind"] == "bisect"][-1]["commit"]
+        assert group["key"]["commit"] == culprit and len(group["alert_ids"]) == 2
+        assert group["headline"].startswith(
+            "gemm_splitk_epilogue: uncoalesced global access — slowed gemm_fwd +"
+        )
+        assert ", train_step +" in group["headline"] and group["headline"] in html.unescape(first)
         # The commits link the alert they opened and the one they fixed.
         for sha, role in ((REGRESSION, "opened here"), (FIX, "fixed here")):
             (linked,) = httpx.get(f"{url}/commits/{sha}.json").json()["alerts"]
