@@ -59,6 +59,15 @@ WORK_COUNTERS: dict[str, float] = {
     "lts__t_sectors_srcunit_tex_op_read.sum": 0.001,
     "dram__bytes_read.sum": 0.005,
 }
+# What a person reads for each work counter where a capture carried no label of its own (a
+# document from before the runner sent labels, an import): the runner's words for the same
+WORK_LABELS: dict[str, str] = {
+    "smsp__inst_executed.sum": "instructions executed",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": "global load sectors",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": "global load requests",
+    "lts__t_sectors_srcunit_tex_op_read.sum": "L2 sectors read by the SMs",
+    "dram__bytes_read.sum": "DRAM bytes read",
+}
 ABSOLUTE = {"dram__bytes_read.sum": 64 * 1024}  # and a move within this many units is "same"
 # ncu's own launch figures that are part of what determines a kernel's counters, beside the
 # runner's digest (grid, block, registers, shared memory)

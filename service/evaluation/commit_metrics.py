@@ -9,7 +9,7 @@ import orjson
 from sqlalchemy import Row, Text, cast, select
 from sqlalchemy.orm import Session
 
-from service.analysis.work import MIN_PAIRS, describe
+from service.analysis.work import MIN_PAIRS, WORK_LABELS, describe
 from service.core.sql import among
 from service.evaluation.commit_baselines import baselines_at
 from service.models import (
@@ -326,7 +326,7 @@ def _analysis(v: Row[Any], segment: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def work_public(wv: WorkVerdict | Row[Any]) -> dict[str, Any]:
-    label = wv.label or wv.counter
+    label = wv.label or WORK_LABELS.get(wv.counter, wv.counter)
     note = describe(label, wv.change) if wv.verdict == "changed" else ""
     if wv.verdict == "learning":
         note = (f"not yet shown steady on this kernel: {wv.pairs} of {MIN_PAIRS} pairs of runs "

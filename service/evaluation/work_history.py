@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.work import WORK_COUNTERS
+from service.analysis.work import WORK_COUNTERS, WORK_LABELS
 from service.models import Commit, NcuKernel, Result, Run, RunWorkload, Series, WorkVerdict
 from service.schemas import metrics as m
 from service.store.series import newest_results, series_public
@@ -61,7 +61,7 @@ def work_history(
             "change": wv.change,
         }
     kernels: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    labels = {c: c for c in WORK_COUNTERS}  # the runner's labels where its captures had them
+    labels = dict(WORK_LABELS)  # the runner's own labels where its captures had them
     for r in rows:
         labels.update({c: r.metrics[c]["label"] for c in WORK_COUNTERS
                        if "label" in r.metrics.get(c, {})})  # fmt: skip

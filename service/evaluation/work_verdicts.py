@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.work import WORK_COUNTERS, Capture, determinants, learn, verdicts
+from service.analysis.work import WORK_COUNTERS, WORK_LABELS, Capture, determinants, learn, verdicts
 from service.models import NcuKernel, RunWorkload, WorkVerdict
 
 # Runs of the line whose captures teach each counter's noise: enough pairs of unchanged code
@@ -39,7 +39,8 @@ def _captures(session: Session, run_ids: list[int]) -> dict[int, dict[_Key, Any]
     out: dict[int, dict[_Key, Any]] = defaultdict(dict)
     for run_id, wl_id, name, key, kernel, metrics, runner_key, profiled_at in rows:
         values = {c: float(metrics[c]["value"]) for c in WORK_COUNTERS if c in metrics}
-        labels = {c: metrics[c].get("label", "") for c in WORK_COUNTERS if c in metrics}
+        labels = {c: metrics[c].get("label") or WORK_LABELS[c] for c in WORK_COUNTERS
+                  if c in metrics}  # fmt: skip
         capture = Capture(determinants(runner_key, metrics), profiled_at, values)
         out[run_id][(name, key, kernel)] = (wl_id, capture, labels)
     return out

@@ -10,6 +10,7 @@ from runner.profile.ncu import METRICS
 from service.analysis.work import (
     MIN_PAIRS,
     WORK_COUNTERS,
+    WORK_LABELS,
     Capture,
     Noise,
     describe,
@@ -169,9 +170,10 @@ def test_three_percent_more_work_on_an_unchanged_timing_is_a_notice(server: Live
         assert page.count('class="work-changed"') == 2
 
 
-def test_a_capture_without_labels_shows_ncus_names(server: LiveServer) -> None:
-    """A document from a runner that sent no labels: its work verdicts name the counters as ncu
-    does, and the kernel's work history lists them so."""
+def test_a_capture_without_labels_shows_the_counters_by_name(server: LiveServer) -> None:
+    """A document from a runner that sent no labels (the demo bundle's): its work verdicts and
+    the kernel's work history name each counter as today's runner would, not as ncu does."""
+    assert {c: METRICS[c] for c in WORK_LABELS} == WORK_LABELS  # one wording, runner and service
     history = ["c0", "c1"]
     with server.client(ADMIN_TOKEN) as admin:
         for i, label in enumerate(history):
@@ -180,11 +182,11 @@ def test_a_capture_without_labels_shows_ncus_names(server: LiveServer) -> None:
                            medians={"gemm_bias_act_fwd": 5.0})  # fmt: skip
             metrics = post(admin, with_counters(doc, 1_000_000 + 50_000 * i, 65_536, labels=False))
         work = {w["counter"]: w for w in metrics["workloads"][0]["kernels"][0]["work"]}
-        assert work[INSTRUCTIONS]["label"] == INSTRUCTIONS
-        assert work[INSTRUCTIONS]["note"] == f"{INSTRUCTIONS} +5.0%"
+        assert work[INSTRUCTIONS]["label"] == "instructions executed"
+        assert work[INSTRUCTIONS]["note"] == "instructions executed +5.0%"
         series_id = metrics["workloads"][0]["kernels"][0]["metrics"][0]["series_id"]
         history_answer = admin.get(f"/api/v1/series/work?id={series_id}").json()
-        assert history_answer["counters"][INSTRUCTIONS] == INSTRUCTIONS
+        assert history_answer["counters"][INSTRUCTIONS] == "instructions executed"
 
 
 def test_runs_of_identical_code_give_no_notice_and_half_a_percent_more_instructions_one(
