@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine, func, inspect, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
@@ -136,10 +137,15 @@ def ping_engine(engine: Engine) -> tuple[str, str | None]:
     """One round trip to the database on a connection of `engine`: its dialect's name and the
     revision its schema is at (None: no kernelwatch schema)."""
     with engine.connect() as conn:
-        tables = inspect(conn).get_table_names()
-        revision = None
-        if "alembic_version" in tables:
+        try:
             revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        except DBAPIError:
+            # Only on this path the catalogue is read: no schema at all, or another failure
+            # (a statement timeout) that the caller reports as such.
+            conn.rollback()
+            if "alembic_version" in inspect(conn).get_table_names():
+                raise
+            revision = None
     return engine.dialect.name, revision
 
 

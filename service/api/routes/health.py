@@ -16,22 +16,28 @@ from service.core.migrate import schema_problem
 from service.store import queries
 
 router = APIRouter(tags=["health"])
-# Threads of /healthz's own: requests that hold every thread of the default pool (each waiting
-# for a database connection) must not keep the health check waiting for one.
-_threads: list[anyio.CapacityLimiter] = []
 UNUSABLE = "schema unusable"
+HEALTH_THREADS = 4
+
+
+def _threads(request: Request) -> anyio.CapacityLimiter:
+    """The app's own threads for /healthz: requests that hold every thread of the default pool
+    (each waiting for a database connection) must not keep the health check waiting for one.
+    Made on first use, inside the event loop the limiter belongs to."""
+    state = request.app.state
+    if getattr(state, "health_threads", None) is None:
+        state.health_threads = anyio.CapacityLimiter(HEALTH_THREADS)
+    return state.health_threads
 
 
 async def _ping(request: Request) -> str:
     """The database's dialect, or why it did not answer in time (the health engine's own
     connection and thread: service.core.db.health_engine), or why its schema will not do."""
-    if not _threads:
-        _threads.append(anyio.CapacityLimiter(4))
     engine = request.app.state.health_engine
     with anyio.move_on_after(HEALTH_SECONDS * 0.8):
         try:
             dialect, revision = await anyio.to_thread.run_sync(
-                queries.ping_engine, engine, limiter=_threads[0], abandon_on_cancel=True
+                queries.ping_engine, engine, limiter=_threads(request), abandon_on_cancel=True
             )
             problem = schema_problem(revision, request.app.state.schema_head)
             return f"{UNUSABLE}: {problem}" if problem else dialect
