@@ -12,20 +12,17 @@ GPU host only (CuPy).
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks" / "cause_suite"))
 
 from causesuite.workloads import all_workloads, load_module  # noqa: E402
 
-from benchmarks.history_truth import alternated  # noqa: E402
+from benchmarks.history_truth import alternated, in_processes, mean_over_processes  # noqa: E402
 
 PROCESSES = 3
 ROUNDS = 6
@@ -68,21 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(measure(base, head)))
         return 0
     started = time.monotonic()
-    runs = []
-    for i in range(PROCESSES):
-        part = out.with_suffix(f".{i}.json")
-        subprocess.run([sys.executable, "-m", "benchmarks.cause_truth", base, head, str(part),
-                        "--one"], cwd=ROOT, check=True)  # fmt: skip
-        runs.append(json.loads(part.read_text()))
-    result = {}
-    for wid in runs[0]:
-        changes = [r[wid]["change"] for r in runs]
-        result[wid] = {
-            "change": float(np.mean(changes)),
-            "process_changes": changes,
-            "base_us": float(np.mean([r[wid]["base_us"] for r in runs])),
-            "head_us": float(np.mean([r[wid]["head_us"] for r in runs])),
-        }
+    runs = in_processes("benchmarks.cause_truth", [base, head], out, PROCESSES)
+    result = mean_over_processes(runs)
     out.write_text(json.dumps({"seconds": time.monotonic() - started, "workloads": result}))
     return 0
 

@@ -186,6 +186,32 @@ def alternated(sample: Any, warmup: int, rounds: int, samples: int) -> dict[str,
     return {"base_us": b, "head_us": h, "change": h / b - 1}
 
 
+def in_processes(module: str, args: list[str], out: Path, processes: int) -> list[Any]:
+    """`python -m module *args PART --one` once per process, one after the other (a process
+    of its own each: what one process measures includes its own placement in memory); what
+    each wrote to its PART file."""
+    runs = []
+    for i in range(processes):
+        part = out.with_suffix(f".{i}.json")
+        subprocess.run([sys.executable, "-m", module, *args, str(part), "--one"], cwd=ROOT,
+                       check=True)  # fmt: skip
+        runs.append(json.loads(part.read_text()))
+    return runs
+
+
+def mean_over_processes(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per workload: the mean of the processes' changes and times, and each process's change."""
+    return {
+        wid: {
+            "change": float(np.mean([r[wid]["change"] for r in runs])),
+            "process_changes": [r[wid]["change"] for r in runs],
+            "base_us": float(np.mean([r[wid]["base_us"] for r in runs])),
+            "head_us": float(np.mean([r[wid]["head_us"] for r in runs])),
+        }
+        for wid in runs[0]
+    }
+
+
 def central(samples: list[float]) -> float:
     """The interquartile mean: as robust as the median to the odd slow sample, and finer than
     it where the timer's ticks (CUPTI's 32 ns) are a good part of a short kernel's time."""

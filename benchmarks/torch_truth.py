@@ -29,12 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.history_truth import alternated  # noqa: E402
+from benchmarks.history_truth import alternated, in_processes, mean_over_processes  # noqa: E402
 
 PROCESSES = 3
 ROUNDS = 6
@@ -145,23 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.monotonic()
     prebuild(spec)
-    runs = []
-    for i in range(PROCESSES):
-        part = out.with_suffix(f".{i}.json")
-        subprocess.run([sys.executable, "-m", "benchmarks.torch_truth", str(spec_path), str(part),
-                        "--one"], cwd=ROOT, check=True)  # fmt: skip
-        runs.append(json.loads(part.read_text()))
-    result: dict[str, Any] = {}
-    for pair, rows in runs[0].items():
-        result[pair] = {}
-        for wid in rows:
-            changes = [r[pair][wid]["change"] for r in runs]
-            result[pair][wid] = {
-                "change": float(np.mean(changes)),
-                "process_changes": changes,
-                "base_us": float(np.mean([r[pair][wid]["base_us"] for r in runs])),
-                "head_us": float(np.mean([r[pair][wid]["head_us"] for r in runs])),
-            }
+    runs = in_processes("benchmarks.torch_truth", [str(spec_path)], out, PROCESSES)
+    result = {pair: mean_over_processes([r[pair] for r in runs]) for pair in runs[0]}
     out.write_text(json.dumps({"seconds": time.monotonic() - started, "pairs": result}))
     return 0
 

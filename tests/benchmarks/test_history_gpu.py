@@ -136,6 +136,21 @@ def test_the_truth_is_the_change_of_the_medians_over_every_process() -> None:
     assert merged["process_medians"] == [[4.0, 4.4], [4.0, 4.8]]
 
 
+def test_the_cause_and_torch_truths_average_their_processes() -> None:
+    from benchmarks.history_truth import mean_over_processes
+
+    runs = [{"w": {"change": 0.1, "base_us": 4.0, "head_us": 4.4}},
+            {"w": {"change": 0.3, "base_us": 6.0, "head_us": 7.8}}]  # fmt: skip
+    assert mean_over_processes(runs) == {
+        "w": {
+            "change": pytest.approx(0.2),
+            "process_changes": [0.1, 0.3],
+            "base_us": 5.0,
+            "head_us": pytest.approx(6.1),
+        }
+    }
+
+
 def test_process_offsets_shared_by_a_class_are_told_apart_from_independent_ones() -> None:
     from benchmarks.history_processes import summary
 
