@@ -32,7 +32,7 @@ from histsuite.workloads import all_workloads  # noqa: E402
 
 # Where a short kernel's buffers sit moves it, and moves one variant more than the other: on
 # the H100 45% more bytes read cost a ~4 us kernel +29% to +48% by placement (sd 6 points;
-# benchmarks/short_timing.py --placements 8). Fresh processes alone do not move the buffers:
+# docs/timing-studies.md). Fresh processes alone do not move the buffers:
 # they allocate the same way, and four of them once agreed on +48% within 0.6 point. So every
 # placement is on fresh memory (CuPy's cached blocks given back: otherwise the buffers come out
 # of the chunks the earlier workloads left, the same pages every time) behind a filler of a

@@ -37,7 +37,7 @@ THROTTLED_SAMPLE_SECONDS = 0.2
 # 256^3 by up to 1.2%, a new L2 flush buffer went with +0.8-1.5% for cuBLAS 1024^3 in 4 of 8
 # processes. Below ~50 us it is far more: a ~4 us streaming kernel took 4.0-4.6 us by where its
 # buffers sat, and a change that made it read 45% more bytes cost +29% to +48% by placement
-# (sd 6 points over 32 placements; benchmarks/short_timing.py --placements 8, 2026-11-26).
+# (sd 6 points over 32 placements; docs/timing-studies.md, 2026-11-26).
 # So a short launch (a synchronized launch of at most PLACEMENTS_MAX_US on the host) is sampled
 # in several rounds of as many samples each, every round after the first on a fresh placement: a
 # new instance of the workload (inputs, outputs, scratch; the earlier ones stay allocated until

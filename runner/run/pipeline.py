@@ -26,7 +26,7 @@ for the whole process (1.0-1.7% sd between processes, the same in a second pass 
 kernels; one 512 MiB buffer written and given back did the same), though each of its samples'
 placements sat on fresh memory behind a filler of a random size; timed first, 0.4-0.6%, and no
 offset shared by two passes, also when the longer workloads came between them
-(benchmarks/short_processes.py on the H100, 2026-11-26).
+(docs/timing-studies.md, on the H100, 2026-11-26).
 
 The correctness workers and the timing processes are started while the build runs
 (runner.measure.phase.WarmWorkers, `warm_plan`): each waits, warmed up, for its phase.
