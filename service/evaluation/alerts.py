@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.analysis.confirmation import ALPHA, remeasure
 from service.analysis.verdicts import class_floor
+from service.core.errors import Conflict
 from service.evaluation import bisect
 from service.evaluation.attribution import attribute
 from service.evaluation.paired import commit_sha, series_samples
@@ -186,10 +187,20 @@ def _drop_confirmation(session: Session, alert: Alert) -> None:
         )
 
 
+def refusal(alert: Alert, state: str) -> str | None:
+    """Why a person may not move `alert` to `state`; None where they may."""
+    if alert.state in ("suspected", "dismissed") and state != "invalid":
+        return (f"alert {alert.id} is {alert.state}: only confirmed alerts are triaged (it can "
+                "still be marked invalid)")  # fmt: skip
+    return None
+
+
 def triage(session: Session, alert: Alert, state: str, actor: str, note: str) -> None:
-    """A person's call on an alert. Marked fixed without a fixing commit known, the newest
-    commit measured for the series on the branch is taken as the fix: the level from there on
-    is accepted (service.analysis.segments)."""
+    """A person's call on an alert (Conflict where `refusal` forbids it). Marked fixed without
+    a fixing commit known, the newest commit measured for the series on the branch is taken as
+    the fix: the level from there on is accepted (service.analysis.segments)."""
+    if (why := refusal(alert, state)) is not None:
+        raise Conflict(why)
     if state == "fixed" and alert.fixed_by_commit_id is None:
         alert.fixed_by_commit_id = session.scalar(
             select(Result.commit_id)

@@ -1,4 +1,5 @@
-"""The alerts page (/alerts and /alerts.json): list, attribution and triage."""
+"""The alerts page (/alerts and /alerts.json): the alerts grouped by the change that caused
+them, each with its attribution, triaged one by one or a group together."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
+from service.evaluation.alert_groups import alert_groups
 from service.pages.render import html_page, json_twin
 from service.store import dashboard_reads as store
 from service.store.alerts import alerts_public
@@ -48,6 +50,8 @@ def _alerts(
         "repository": repository,
         "notice": notice,
         "alerts": [a.model_dump(mode="json") for a in alerts],
+        # Each group names its alerts by id: they are listed once, above.
+        "groups": [g.model_dump(mode="json", exclude={"alerts"}) for g in alert_groups(alerts)],
     }
 
 
@@ -84,14 +88,16 @@ def alerts_page(
     repository: str | None = None,
     limit: int = Query(200, ge=1, le=1000),
 ) -> HTMLResponse:
-    """Alerts: list, attribution and triage."""
+    """Alerts: grouped by cause, attribution and triage."""
 
     def build() -> dict[str, Any]:
         suffix = request.url.query
+        data = alerts_data(session, state, repository, limit)
         return {
             "title": "Alerts",
             "json_url": "/alerts.json" + (f"?{suffix}" if suffix else ""),
-            "data": alerts_data(session, state, repository, limit),
+            "data": data,
+            "members": {a["id"]: a for a in data["alerts"]},
             "all_states": list(get_args(PageAlertState)),
             "figures": {},
         }  # fmt: skip

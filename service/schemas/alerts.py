@@ -49,6 +49,39 @@ class AlertPatch(StorableText):
     actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
 
 
+class AlertGroupKey(BaseModel):
+    repository: str
+    branch: str
+    commit: str = Field(description="where the change starts: the first bad commit a bisection "
+                        "named, else the commit the alerts were found at")  # fmt: skip
+    kernel: str | None = Field(description="the kernel of the alerts' top-ranked cause")
+    cause: str | None = Field(description="that cause's kind; none: an alert of its own")
+
+
+class AlertGroupPublic(BaseModel):
+    """Alerts of one change: the same commit, kernel and cause (service.analysis.alert_groups)."""
+
+    headline: str
+    key: AlertGroupKey
+    cause: str | None = Field(description="the cause's kind in words")
+    alert_ids: list[int] = Field(description="the largest change first")
+    states: list[str] = Field(description="the alerts' states, each once")
+    alerts: list[AlertPublic]
+
+
+class AlertGroupTriage(StorableText):
+    """The alerts of a group, triaged together: all of them or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alert_ids: Annotated[
+        list[Annotated[int, Field(ge=1, le=2**31 - 1)]], Field(min_length=1, max_length=1000)
+    ]
+    state: Literal["open", "acknowledged", "fixed", "invalid"]
+    note: Annotated[str, StringConstraints(max_length=5000)] = ""
+    actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
+
+
 class CompareRow(BaseModel):
     series: SeriesPublic
     base_median: float

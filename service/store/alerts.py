@@ -1,4 +1,5 @@
-"""Alerts as the API and the pages show them: shas, series and repository names, events."""
+"""Alerts as the API and the pages show them (shas, series and repository names, events), and
+the alerts a group's triage changes."""
 
 from __future__ import annotations
 
@@ -69,3 +70,10 @@ def alerts_public(session: Session, alerts: list[Alert], events: bool = False) -
         )
         for a in alerts
     ]
+
+
+def alerts_to_triage(session: Session, ids: list[int]) -> list[Alert]:
+    """The alerts of `ids`, by id, locked until the transaction ends (PostgreSQL): two triages of
+    one alert at once see each other's state, as the transition rule requires."""
+    query = select(Alert).where(Alert.id.in_(set(ids))).order_by(Alert.id).with_for_update()
+    return list(session.scalars(query))

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, update
 from service.models import Alert
 from tests.conftest import ADMIN_TOKEN
 from tests.dashboards.conftest import BrowserPage, History, post_rich_history
+from tests.service.evaluation.test_alert_groups import regress
 
 pytestmark = [
     pytest.mark.browser,
@@ -164,6 +165,35 @@ def test_triage_from_the_alerts_page(
     assert page.locator(f"#alert-{alert['id']} h2 .state").text_content() == "acknowledged"
     assert admin.get(f"/api/v1/alerts/{alert['id']}").json()["note"] == "bisecting"
     browser_page.screenshot("alerts-triaged")
+
+
+def test_a_group_triaged_together_from_the_alerts_page(
+    browser_page: BrowserPage, admin: httpx.Client, engine: Engine
+) -> None:
+    regress(admin)  # two workloads slowed by one kernel's one cause, and one of its own
+    with engine.begin() as conn:  # as if the confirmation had reproduced them
+        conn.execute(update(Alert).values(state="open"))
+    group = next(g for g in admin.get("/alerts.json").json()["groups"] if len(g["alert_ids"]) > 1)
+    page = browser_page.page
+    browser_page.open("/alerts")
+    page.fill("#admin-token", ADMIN_TOKEN)
+    page.dispatch_event("#admin-token", "change")
+    form = page.locator("form.group-triage")
+    form.locator("select[name=state]").select_option("acknowledged")
+    form.locator("input[name=note]").fill("one change: the split-K epilogue")
+    form.locator("button").click()
+    result = form.locator(".group-triage-result")
+    page.wait_for_function(
+        "document.querySelector('.group-triage-result').textContent.startsWith('now')"
+    )
+    assert result.text_content() == "now acknowledged: all 2"
+    for alert_id in group["alert_ids"]:
+        assert page.locator(f"#alert-{alert_id} h2 .state").text_content() == "acknowledged"
+        answer = admin.get(f"/api/v1/alerts/{alert_id}").json()
+        assert answer["state"] == "acknowledged" and answer["note"].startswith("one change")
+    assert page.locator("h2.group-headline .state").all_text_contents() == ["acknowledged"]
+    assert browser_page.console_errors == []
+    browser_page.screenshot("alerts-group-triaged")
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])

@@ -1,4 +1,4 @@
-"""Regression alerts: list, read, triage."""
+"""Regression alerts: list, read, triage; grouped by the change that caused them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
+from service.evaluation.alert_groups import alert_groups, triage_together
 from service.evaluation.alerts import triage
 from service.models import Alert
-from service.schemas.alerts import AlertPatch, AlertPublic
+from service.schemas.alerts import AlertGroupPublic, AlertGroupTriage, AlertPatch, AlertPublic
 from service.store import dashboard_reads, queries
 from service.store.alerts import alerts_public
 from service.store.queries import repository_named
@@ -33,6 +34,30 @@ def list_alerts(
     return alerts_public(session, alerts)
 
 
+# Before /{alert_id}, which would take "groups" for an id.
+@router.get("/groups", response_model=list[AlertGroupPublic])
+def list_alert_groups(
+    session: SessionDep,
+    state: list[AlertState] | None = Query(None, description="repeatable; default: all"),
+    repository: str | None = None,
+    limit: int = Query(100, ge=1, le=1000, description="the newest alerts grouped"),
+) -> list[AlertGroupPublic]:
+    """The newest alerts grouped by the commit, kernel and cause they share, one headline each."""
+    repository_id = repository_named(session, repository).id if repository else None
+    alerts = dashboard_reads.alerts(session, list(state or []), repository_id, limit)
+    return alert_groups(alerts_public(session, alerts))
+
+
+@router.post("/groups/triage", response_model=list[AlertPublic])
+def triage_alert_group(
+    body: AlertGroupTriage, _admin: AdminDep, session: SessionDep
+) -> list[AlertPublic]:
+    """Triage a group's alerts together, all of them or none (admin)."""
+    alerts = triage_together(session, body.alert_ids, body.state, body.actor, body.note)
+    session.commit()
+    return alerts_public(session, alerts, events=True)
+
+
 @router.get("/{alert_id}", response_model=AlertPublic)
 def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     """One alert with its attribution and history."""
@@ -50,12 +75,6 @@ def triage_alert(
     alert = queries.get(session, Alert, alert_id)
     if alert is None:
         raise ApiError(404, f"no alert {alert_id}")
-    if alert.state in ("suspected", "dismissed") and body.state != "invalid":
-        raise ApiError(
-            409,
-            f"alert {alert_id} is {alert.state}: only confirmed alerts are "
-            "triaged (it can still be marked invalid)",
-        )
     triage(session, alert, body.state, body.actor, body.note)
     session.commit()
     return alerts_public(session, [alert], events=True)[0]

@@ -60,37 +60,61 @@ function wireTrend(div) {
   });
 }
 
-// Triage with the admin token through PATCH /api/v1/alerts/{id}; the token stays in this tab.
+// Triage with the admin token through PATCH /api/v1/alerts/{id}, or a group's alerts together
+// through POST /api/v1/alerts/groups/triage (all or none); the token stays in this tab.
 function wireTriage() {
   const tokenInput = document.getElementById("admin-token");
   if (!tokenInput) return;
   tokenInput.value = sessionStorage.getItem("kernelwatch-admin-token") || "";
   tokenInput.addEventListener("change", () => sessionStorage.setItem("kernelwatch-admin-token", tokenInput.value));
-  document.querySelectorAll("form.triage").forEach((form) => {
+  const showState = (badge, state) => {
+    if (badge) { badge.textContent = state; badge.className = "state state-" + state; }
+  };
+  // On submit: the request `send` makes of the form's choice; the alerts answered go to
+  // `done`, the API's own words on a refusal to `result`.
+  const wire = (form, result, send, done) => {
+    const resultClass = result.className;
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
-      const result = form.querySelector(".triage-result");
       const body = { state: form.state.value, note: form.note.value };
       if (form.actor.value) body.actor = form.actor.value;
-      result.className = "triage-result";
+      result.className = resultClass;
       result.textContent = "saving…";
       try {
-        const response = await fetch("/api/v1/alerts/" + form.dataset.alertId, {
-          method: "PATCH",
+        const [url, method, payload] = send(body);
+        const response = await fetch(url, {
+          method,
           headers: { "Content-Type": "application/json", "Authorization": "Bearer " + tokenInput.value },
-          body: JSON.stringify(body),
+          body: JSON.stringify(payload),
         });
         const answer = await response.json();
         if (!response.ok) throw new Error(answer.detail || response.statusText);
         result.classList.add("ok");
-        result.textContent = "now " + answer.state;
-        const badge = form.closest("article").querySelector("h2 .state");
-        if (badge) { badge.textContent = answer.state; badge.className = "state state-" + answer.state; }
+        result.textContent = done(answer);
       } catch (error) {
         result.classList.add("error");
         result.textContent = error.message;
       }
     });
+  };
+  document.querySelectorAll("form.triage").forEach((form) => {
+    wire(form, form.querySelector(".triage-result"),
+      (body) => ["/api/v1/alerts/" + form.dataset.alertId, "PATCH", body],
+      (alert) => {
+        showState(form.closest("article").querySelector("h2 .state"), alert.state);
+        return "now " + alert.state;
+      });
+  });
+  document.querySelectorAll("form.group-triage").forEach((form) => {
+    const ids = form.dataset.alertIds.split(",").map(Number);
+    wire(form, form.querySelector(".group-triage-result"),
+      (body) => ["/api/v1/alerts/groups/triage", "POST", { ...body, alert_ids: ids }],
+      (alerts) => {
+        alerts.forEach((a) => showState(document.querySelector("#alert-" + a.id + " h2 .state"), a.state));
+        const badges = form.closest("section").querySelectorAll("h2.group-headline .state");
+        badges.forEach((badge, i) => (i ? badge.remove() : showState(badge, alerts[0].state)));
+        return "now " + alerts[0].state + ": all " + alerts.length;
+      });
   });
 }
 
