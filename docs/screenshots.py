@@ -25,7 +25,8 @@ CHROMIUM = os.environ.get("KERNELWATCH_CHROMIUM", "/usr/bin/chromium")
 DEMO = "kernelwatch/demo-kernels"
 PAGES = {
     "overview": "/",
-    "trends": f"/trends?repository={DEMO}&branch=main&workload=transpose&workload=gemm_fwd",
+    # what the navigation's link lands on, not a chosen view
+    "trends": "/trends",
     "alerts": "/alerts",
 }
 SHOTS = [(1280, "light"), (390, "light"), (1280, "dark"), (390, "dark")]
