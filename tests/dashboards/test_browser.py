@@ -66,6 +66,29 @@ def test_every_page_draws_its_figures_without_console_errors(
         assert browser_page.screenshot(name).stat().st_size > 10_000
 
 
+def test_the_landing_trend_shows_changes_by_commit_with_both_markers_visible(
+    browser_page: BrowserPage, history: History
+) -> None:
+    """/trends as the navigation opens it: every series as its change, one step per commit,
+    and where an alert and a change point share a commit, the ✕ drawn clear of the ◇."""
+    page = browser_page.page
+    browser_page.open("/trends")
+    layout = "document.getElementById('figure-trend').layout"
+    assert page.evaluate(f"{layout}.meta.scale") == "change"
+    assert page.evaluate(f"{layout}.xaxis.ticktext[0]") == history.sha(0)[:10]
+    marks = page.evaluate("""() => {
+      const gd = document.getElementById('figure-trend');
+      const ya = gd._fullLayout.yaxis, xa = gd._fullLayout.xaxis;
+      const at = (name) => gd._fullData.filter((t) => t.name === name)
+        .flatMap((t) => t.x.map((x, i) => [xa.l2p(x), ya.l2p(t.y[i])]));
+      return {diamonds: at('change points'), crosses: at('alerts')};
+    }""")
+    (cross,) = marks["crosses"]
+    diamond = next(d for d in marks["diamonds"] if abs(d[0] - cross[0]) < 1)
+    assert diamond[1] - cross[1] >= 8  # pixels: the ✕ above the ◇, neither covering the other
+    browser_page.screenshot("trends-landing")
+
+
 def test_the_commit_table_fits_1400_px_and_its_change_chart_reads_against_the_target(
     browser_page: BrowserPage, history: History
 ) -> None:
