@@ -58,7 +58,9 @@ class WebhookDelivery(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     delivery_id: Mapped[str] = mapped_column(String(100), unique=True)
     event: Mapped[str] = mapped_column(String(50))
-    status_code: Mapped[int]
+    # What was done with it: "queued" (jobs), "ignored" (an event or action kernelwatch does not
+    # act on) or "done" (nothing to queue: a ping, a tag, a deleted branch, a closed pull request)
+    outcome: Mapped[str] = mapped_column(String(20), server_default="done")
     detail: Mapped[str] = mapped_column(Text, default="")
     job_ids: Mapped[list[Any]] = mapped_column(default=list)
     received_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -5,7 +5,7 @@ service.integrations.notify's.)"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from sqlalchemy import select
@@ -58,9 +58,14 @@ class PushPayload(_Loose):
     commits: list[PushCommit] = Field(default_factory=list)
 
 
+Done = Literal["queued", "ignored", "done"]
+
+
 @dataclass
 class Outcome:
-    status: int
+    """What was done with a delivery (the API answers it with an HTTP status of its choosing)."""
+
+    done: Done
     detail: str
     job_ids: list[int] = field(default_factory=list)
     redelivery: bool = False
@@ -74,7 +79,7 @@ def seen_delivery(factory: sessionmaker[Session], delivery_id: str) -> Outcome |
     if seen is None:
         return None
     return Outcome(
-        200,
+        seen.outcome,  # type: ignore[arg-type]
         f"delivery {delivery_id} was handled already: {seen.detail}",
         list(seen.job_ids),
         redelivery=True,
@@ -92,7 +97,7 @@ def record(
                 WebhookDelivery(
                     delivery_id=delivery_id,
                     event=event,
-                    status_code=outcome.status,
+                    outcome=outcome.done,
                     detail=outcome.detail,
                     job_ids=outcome.job_ids,
                     received_at=utcnow(),
@@ -111,20 +116,20 @@ def _handle(
     session: Session, settings: Settings, event: str, payload: Any, delivery_id: str
 ) -> Outcome:
     if event == "ping":
-        return Outcome(200, "pong: the webhook is set up")
+        return Outcome("done", "pong: the webhook is set up")
     if event == "pull_request":
-        status, detail, job_ids = pull_requests.handle(session, settings, payload, delivery_id)
-        return Outcome(status, detail, job_ids)
+        done, detail, job_ids = pull_requests.handle(session, settings, payload, delivery_id)
+        return Outcome(done, detail, job_ids)
     if event != "push":
         return Outcome(
-            202, f"event {event!r} ignored: kernelwatch acts on push and pull_request events"
+            "ignored", f"event {event!r} ignored: kernelwatch acts on push and pull_request events"
         )
     push = PushPayload.model_validate(payload)
     if not push.ref.startswith("refs/heads/"):
-        return Outcome(200, f"{push.ref} is not a branch (a tag push?): nothing queued")
+        return Outcome("done", f"{push.ref} is not a branch (a tag push?): nothing queued")
     branch = push.ref.removeprefix("refs/heads/")
     if push.deleted or push.after == ZERO_SHA:
-        return Outcome(200, f"branch {branch} was deleted: nothing queued")
+        return Outcome("done", f"branch {branch} was deleted: nothing queued")
     clone_urls.check(push.repository.clone_url, settings)
     repo = get_or_create(
         session,
@@ -163,7 +168,7 @@ def _handle(
         cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=job_ids)
     note = f"; cancelled {cancelled} older queued job(s)" if cancelled else ""
     return Outcome(
-        202,
+        "queued",
         f"queued {len(job_ids)} job(s) for {repo.name}@{branch} {push.after[:12]}{note}",
         job_ids,
     )

@@ -3,7 +3,7 @@ its merge base that they are compared with."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
@@ -53,12 +53,12 @@ class PullRequestEvent(_Loose):
 
 def handle(
     session: Session, settings: Settings, payload: Any, delivery_id: str
-) -> tuple[int, str, list[int]]:
-    """(HTTP status, what was done, queued job ids) for one pull_request delivery."""
+) -> tuple[Literal["queued", "ignored", "done"], str, list[int]]:
+    """(what was done, in words, queued job ids) for one pull_request delivery."""
     event = PullRequestEvent.model_validate(payload)
     pr, number = event.pull_request, event.number
     if event.action not in (*QUEUED_ON, "closed"):
-        return 202, f"pull request #{number} {event.action}: nothing to do", []
+        return "ignored", f"pull request #{number} {event.action}: nothing to do", []
     clone_urls.check(event.repository.clone_url, settings)
     repo = get_or_create(
         session,
@@ -83,7 +83,11 @@ def handle(
         row.state = "merged" if pr.merged else "closed"
         cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=[],
                                         why=f"pull request #{number} {row.state}")  # fmt: skip
-        return 200, f"pull request #{number} {row.state}: cancelled {cancelled} queued job(s)", []
+        return (
+            "done",
+            f"pull request #{number} {row.state}: cancelled {cancelled} queued job(s)",
+            [],
+        )
     row.state, row.head_sha = "open", pr.head.sha
     jobs = queue.enqueue(
         session,
@@ -101,7 +105,11 @@ def handle(
     ids = [j.id for j in jobs]
     cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=ids)
     note = f"; cancelled {cancelled} older queued job(s)" if cancelled else ""
-    return 202, f"queued {len(ids)} job(s) for {repo.name}#{number} {pr.head.sha[:12]}{note}", ids
+    return (
+        "queued",
+        f"queued {len(ids)} job(s) for {repo.name}#{number} {pr.head.sha[:12]}{note}",
+        ids,
+    )
 
 
 def queue_merge_base(session: Session, run: Run, max_attempts: int) -> list[int]:

@@ -197,3 +197,31 @@ def test_0007_splits_a_series_of_two_timing_methods_and_its_downgrade_merges_the
     assert [row[1:3] for row in after] == [row[1:3] for row in before]
     assert after[0][0] == before[0][0] and after[1][0] != after[0][0]
     assert all(sid == vsid for sid, _, _, vsid in after)
+
+
+def test_0017_keeps_what_was_done_with_each_delivery_not_its_http_status(engine: Engine) -> None:
+    """202 with jobs was a queue, 202 without one an event left alone, 200 done; and back."""
+    from sqlalchemy import text
+
+    downgrade(engine, "0016")
+    rows = [("d1", 202, "[1, 2]"), ("d2", 202, "[]"), ("d3", 200, "[]")]
+    with engine.begin() as conn:
+        for delivery, status, jobs in rows:
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_deliveries (delivery_id, event, status_code, detail, "
+                    "job_ids, received_at) VALUES (:d, 'push', :s, '', :j, "
+                    "'2026-01-01 00:00:00+00:00')"
+                ),
+                {"d": delivery, "s": status, "j": jobs},
+            )
+    upgrade(engine)
+    with engine.connect() as conn:
+        done = conn.execute(text("SELECT delivery_id, outcome FROM webhook_deliveries"))
+        assert sorted(tuple(r) for r in done) == [("d1", "queued"), ("d2", "ignored"),
+                                                  ("d3", "done")]  # fmt: skip
+    downgrade(engine, "0016")
+    with engine.connect() as conn:
+        codes = conn.execute(text("SELECT delivery_id, status_code FROM webhook_deliveries"))
+        assert sorted(tuple(r) for r in codes) == [("d1", 202), ("d2", 202), ("d3", 200)]
+    upgrade(engine)

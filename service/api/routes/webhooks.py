@@ -109,8 +109,11 @@ async def github_webhook(
             )
         except ValidationError as exc:
             return validation_response(list(exc.errors()), f"{x_github_event} payload")
+    # 202 where the delivery set work going or was accepted and left alone; 200 where it was
+    # done with at once (a ping, a tag, a deleted branch, a closed pull request, a redelivery).
+    status = 200 if previous.redelivery or previous.done == "done" else 202
     return JSONResponse(
-        status_code=previous.status,
+        status_code=status,
         content={
             "detail": previous.detail,
             "job_ids": previous.job_ids,
