@@ -22,6 +22,7 @@ conditional UPDATE in the transaction that writes the step's rows, so each is do
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from service.models import Commit, Result, Run, Verdict
 from service.models.base import utcnow
 from service.store.waiting import BATCH, waiting_runs
 
+log = logging.getLogger(__name__)
 CONFIRM_ATTEMPTS = 3
 # Verdicts decided in one go (late arrivals put runs back; the rest waits for the next turn).
 MAX_ANALYSES = 4 * BATCH
@@ -70,16 +72,38 @@ def analyse_run(factory: sessionmaker[Session], run_id: int) -> list[str]:
     another process took it)."""
     outcome = _analyse(factory, run_id)
     if outcome is None:
+        _drain(factory)
         return []
     decided, reopened = [outcome[0]], list(outcome[1])
+    elsewhere = False
     while reopened and len(decided) <= FOLLOW_UP:
         with factory() as session:
             reopened = in_ancestry_order(session, reopened)
         again = _analyse(factory, reopened.pop(0))
-        if again is not None:
+        if again is None:
+            elsewhere = True
+        else:
             decided.append(again[0])
             reopened = sorted({*reopened, *again[1]})
+    if elsewhere:
+        _drain(factory)
     return decided
+
+
+def _drain(factory: sessionmaker[Session]) -> None:
+    """Another process (the background worker) took part of the chain, and may put more back
+    on the backlog when it is done: work off the verdict backlog here too until it is empty,
+    so that the caller's next read is decided. A claim the other process holds waits for its
+    commit (one writer on SQLite, the row's lock on PostgreSQL), and then it is decided."""
+    for _ in range(MAX_ANALYSES):
+        todo = _ordered_waiting(factory)
+        if not todo:
+            return
+        try:
+            _analyse(factory, todo[0])
+        except Exception:  # another run's trouble is the worker's to retry, not this request's
+            log.exception("analysing run %d on behalf of a request failed", todo[0])
+            return
 
 
 def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, list[int]] | None:
