@@ -3,8 +3,8 @@
     python -m benchmarks.rule_mutations [--postgres URL]
 
 For every mutation, a copy of the tree gets the one-line change and runs the test file that pins
-the rule (tests/service/test_rules.py, test_history.py, test_wander_history.py, the tests of
-service.analysis and of the replayed H200 history); the table says whether it failed, as it
+the rule (tests/service/histories/: test_rules.py, test_step_and_fix.py, test_wander.py; the tests
+of service.analysis and of the replayed H200 history); the table says whether it failed, as it
 must. Exit status 1 when a broken rule went unnoticed.
 """
 
@@ -27,14 +27,14 @@ MUTATIONS = [
         "service/store/ancestry.py",
         "key=lambda r: (position[r[2]], -r[0])",
         "key=lambda r: (position[r[2]], r[0])",
-        "tests/service/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
+        "tests/service/histories/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
     ),
     (
         "two runs at a commit: the newest wins in the commit's metrics",
         "service/evaluation/commit_metrics.py",
         ".order_by(Run.finished_at.desc(), Run.id.desc())",
         ".order_by(Run.finished_at.asc(), Run.id.asc())",
-        "tests/service/test_rules.py::test_the_newest_run_of_a_suite_and_fingerprint_wins_in_the_"
+        "tests/service/histories/test_rules.py::test_the_newest_run_of_a_suite_and_fingerprint_wins_in_the_"
         "commit_metrics",
     ),
     (
@@ -42,7 +42,7 @@ MUTATIONS = [
         "service/evaluation/alerts.py",
         "measured = remeasure(head_samples, base_samples, ALPHA / len(alerts))",
         "measured = remeasure(head_samples, base_samples, ALPHA)",
-        "tests/service/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
+        "tests/service/histories/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
         "number",
     ),
     (
@@ -50,7 +50,7 @@ MUTATIONS = [
         "service/analysis/segments.py",
         '    if not points:\n        return Segment(0, "history")',
         '    if not points or True:\n        return Segment(len(points), "history")',
-        "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
+        "tests/service/histories/test_step_and_fix.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
         "one_by_one",
     ),
     (
@@ -58,7 +58,7 @@ MUTATIONS = [
         "service/evaluation/baseline.py",
         '_SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}',
         "_SHIFT_VERDICTS: dict[str, str] = {}",
-        "tests/service/test_history.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
+        "tests/service/histories/test_step_and_fix.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
         "one_by_one",
     ),
     (
@@ -66,7 +66,7 @@ MUTATIONS = [
         "service/store/workload_rows.py",
         "        timing.method,\n    ]",
         "    ]",
-        "tests/service/test_method_series.py",
+        "tests/service/histories/test_method_series.py",
     ),
     (
         "p-values are corrected for the run's number of series (Benjamini-Hochberg)",
@@ -97,14 +97,14 @@ MUTATIONS = [
         "service/analysis/verdicts.py",
         "tests[i] = wander.test(head, base, level) if testable else None",
         "tests[i] = None",
-        "tests/service/test_wander_history.py",
+        "tests/service/histories/test_wander.py",
     ),
     (
         "a change on a level of one run is pending until the next run",
         "service/analysis/verdicts.py",
         "        elif not c.young:",
         "        elif True:",
-        "tests/service/test_wander_history.py",
+        "tests/service/histories/test_wander.py",
     ),
     (
         "a young level's floor is what its processes and the series' history imply",
@@ -119,7 +119,7 @@ MUTATIONS = [
         "service/evaluation/baseline.py",
         "kept = [r for r in level if r[0] not in outliers] or level",
         "kept = level",
-        "tests/service/test_wander_history.py",
+        "tests/service/histories/test_wander.py",
     ),
     (
         "a counter of what the caches did raises no notice until shown steady",
@@ -142,7 +142,7 @@ MUTATIONS = [
         "service/evaluation/evaluate.py",
         "redefined = redefinitions.redefined(session, run.id, previous, started, measured)",
         "redefined: dict = {}",
-        "tests/service/test_redefined_workload.py",
+        "tests/service/histories/test_redefined_workload.py",
     ),
     (
         "an alert nobody can confirm closes as fixed when its series comes back",
@@ -157,14 +157,14 @@ MUTATIONS = [
         "service/analysis/verdicts.py",
         "offsets = _run_offsets(candidates, usable, units, tests)",
         "offsets: dict = {}",
-        "tests/service/test_run_offset_history.py",
+        "tests/service/histories/test_run_offset.py",
     ),
     (
         "only kernels that nothing changed since their baseline measure the run's offset",
         "service/evaluation/controls.py",
         "same = all(captured.get((r, name, params_key)) == head for r in base_runs)",
         "same = True",
-        "tests/service/test_run_offset_history.py",
+        "tests/service/histories/test_run_offset.py",
     ),
     (
         "an offset within its controls' own wander is not taken out",

@@ -74,7 +74,7 @@ def _leased(settings: Settings, live: LiveServer, sha: str) -> tuple[str, dict[s
 
     from service.models import Repository
     from service.store.jobs import enqueue
-    from tests.service.test_history import new_runner
+    from tests.service.histories.test_step_and_fix import new_runner
 
     engine = create_engine(settings.database_url)
     with Session(engine) as session, session.begin():

@@ -106,7 +106,7 @@ def test_a_pull_request_is_judged_against_its_merge_base(service, tmp_path: Path
     from benchmarks.webhook import post_push
     from tests.e2e import SECRET
     from tests.runner.gitrepo import commit_all, git
-    from tests.service.test_pull_requests import pr_event
+    from tests.service.histories.test_pull_requests import pr_event
 
     url, env = service
     # 8x the work: two runs of main on a loaded CPU can sit tens of percent apart, and two is

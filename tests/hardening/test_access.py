@@ -25,8 +25,8 @@ from service.models import Result, Run
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
+from tests.service.api.test_webhook import SECRET, Hook, push_payload
 from tests.service.store.test_queue import make_jobs, make_runner
-from tests.service.test_webhook import SECRET, Hook, push_payload
 
 READ_TOKEN = "test-read-token"
 ROOT = Path(__file__).resolve().parents[2]

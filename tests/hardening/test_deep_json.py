@@ -12,8 +12,8 @@ from service.models import Run, WebhookDelivery
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.live_server import LiveServer
+from tests.service.api.test_webhook import Hook, _server
 from tests.service.store.test_queue import make_runner
-from tests.service.test_webhook import Hook, _server
 
 
 def nested(depth: int) -> bytes:

@@ -24,8 +24,9 @@ from tests.conftest import ADMIN_TOKEN, _truncate_all
 from tests.documents import sha_for
 from tests.e2e import free_port, wait_for
 from tests.history import Line
+from tests.service.api.test_webhook import SECRET, Hook, push_payload
 from tests.service.evaluation.test_alerts import runner_token
-from tests.service.test_history import (
+from tests.service.histories.test_step_and_fix import (
     KERNELS,
     FakeRunner,
     assert_step_fix_story,
@@ -34,7 +35,6 @@ from tests.service.test_history import (
     step_and_fix,
     verdicts,
 )
-from tests.service.test_webhook import SECRET, Hook, push_payload
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.postgres

@@ -16,8 +16,8 @@ from service.store.jobs import enqueue
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
+from tests.service.api.test_webhook import Hook, _server, push_payload
 from tests.service.evaluation.test_alerts import runner_token
-from tests.service.test_webhook import Hook, _server, push_payload
 
 PUSH = ["p1", "p2", "p3", "p4", "p5", "head"]
 

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
 from tests.service.evaluation.test_alerts import runner_token
-from tests.service.test_history import admin, live, settle  # noqa: F401
+from tests.service.histories.test_step_and_fix import admin, live, settle  # noqa: F401
 
 KERNELS = ["reduce_partial", "reduce_final"]
 

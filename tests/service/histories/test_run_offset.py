@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from tests.history import SHORT, Line
 from tests.live_server import LiveServer
-from tests.service.test_history import admin, live, metrics_at, settle  # noqa: F401
+from tests.service.histories.test_step_and_fix import admin, live, metrics_at, settle  # noqa: F401
 
 KERNELS = {f"k{j}": SHORT for j in range(5)}
 BASE = {f"k{j}": 3.5 + 0.5 * j for j in range(5)}

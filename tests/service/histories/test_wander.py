@@ -29,7 +29,7 @@ from tests.history import (
     Line,
 )
 from tests.live_server import LiveServer
-from tests.service.test_history import (  # noqa: F401
+from tests.service.histories.test_step_and_fix import (  # noqa: F401
     FakeRunner,
     admin,
     live,
