@@ -281,3 +281,20 @@ def test_the_contract_test_sees_a_wrong_import() -> None:
     graph = package_graph(modules())
     graph["service.store"] = graph["service.store"] | {"service.evaluation"}
     assert circles(graph) != []
+
+
+# Test folders that are no package of ours: whole-history scenarios and recorded inputs.
+TEST_FOLDERS_OF_THEIR_OWN = {"histories", "fixtures", "cpu_suite"}
+
+
+def test_the_tests_have_the_packages_shape() -> None:
+    """Each folder of tests/service/ and tests/runner/ is named after a subpackage it tests
+    (histories/ holds the scenarios that span them)."""
+    astray = []
+    for package in ("service", "runner"):
+        for folder in sorted(p for p in (ROOT / "tests" / package).iterdir() if p.is_dir()):
+            if folder.name.startswith(("_", ".")) or folder.name in TEST_FOLDERS_OF_THEIR_OWN:
+                continue
+            if not (ROOT / package / folder.name / "__init__.py").exists():
+                astray.append(f"tests/{package}/{folder.name}")
+    assert astray == [], f"test folders that mirror no package: {astray}"
