@@ -161,13 +161,7 @@ def test_every_page_shows_the_regression_at_the_first_bad_commit(
 ) -> None:
     """The bisected commit has no run of its own; the pages show the regression there, and the
     measured head says it inherits it."""
-    labels = history(admin)
-    queue_head(engine, PUSH)
-    with server.client(runner_token(engine)) as runner:
-        post_head(runner, labels, "head")
-        confirm(runner)
-        (alert,) = admin.get("/api/v1/alerts").json()
-        bisect_run(runner, first_bad="p3", broken="", alert_id=alert["id"])
+    _, alert = bisected(server, engine, admin, first_bad="p3", broken="")
     bad, head = sha_for("p3"), sha_for("head")
     found = admin.get(f"/commits/{bad}.json").json()
     (here,) = found["found_here"]
@@ -265,16 +259,24 @@ def bisect_run(
     return tested, runner.get(f"/api/v1/alerts/{alert_id}").json()
 
 
-def test_a_commit_that_does_not_build_is_skipped_and_can_leave_the_answer_open(
-    server: LiveServer, engine: Engine, admin: httpx.Client
-) -> None:
+def bisected(
+    server: LiveServer, engine: Engine, admin: httpx.Client, first_bad: str, broken: str
+) -> tuple[list[str], dict]:
+    """A history, the head of PUSH regressed and confirmed, and its bisection served to the end
+    (bisect_run): the commits tested and the alert as it ends."""
     labels = history(admin)
     queue_head(engine, PUSH)
     with server.client(runner_token(engine)) as runner:
         post_head(runner, labels, "head")
         confirm(runner)
         (alert,) = admin.get("/api/v1/alerts").json()
-        tested, done = bisect_run(runner, first_bad="p3", broken="p3", alert_id=alert["id"])
+        return bisect_run(runner, first_bad=first_bad, broken=broken, alert_id=alert["id"])
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_can_leave_the_answer_open(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    tested, done = bisected(server, engine, admin, first_bad="p3", broken="p3")
     # p3 is skipped; p2 is good and p4 bad, so the regression is in p3 or p4.
     assert tested == ["p3", "p2", "p4"]
     state = done["bisect"]
@@ -289,13 +291,7 @@ def test_a_commit_that_does_not_build_is_skipped_and_can_leave_the_answer_open(
 def test_a_skipped_commit_outside_the_final_range_leaves_a_clear_answer(
     server: LiveServer, engine: Engine, admin: httpx.Client
 ) -> None:
-    labels = history(admin)
-    queue_head(engine, PUSH)
-    with server.client(runner_token(engine)) as runner:
-        post_head(runner, labels, "head")
-        confirm(runner)
-        (alert,) = admin.get("/api/v1/alerts").json()
-        tested, done = bisect_run(runner, first_bad="p5", broken="p3", alert_id=alert["id"])
+    tested, done = bisected(server, engine, admin, first_bad="p5", broken="p3")
     assert tested == ["p3", "p2", "p4", "p5"]
     assert done["first_bad_commit"] == sha_for("p5")
     assert done["bisect"]["first_bad"] == sha_for("p5")
