@@ -23,18 +23,29 @@ class HttpMetrics:
             return
         started = time.perf_counter()
         status = 500  # what the server answers when the app raises before any response
+        counted = False
 
-        async def remember(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, remember)
-        finally:
+        def count() -> None:
+            nonlocal counted
+            counted = True
             route = getattr(scope.get("route"), "path", None)
             if route is None:
                 route = "/static" if scope["path"].startswith("/static/") else "unmatched"
             HTTP_REQUESTS.labels(route, scope["method"], str(status)).inc()
             HTTP_SECONDS.labels(route).observe(time.perf_counter() - started)
+
+        async def remember(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                # Counted before the last byte leaves: a client that has its answer and then
+                # reads /metrics finds it counted.
+                count()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, remember)
+        finally:
+            if not counted:
+                count()

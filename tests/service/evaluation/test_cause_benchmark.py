@@ -85,8 +85,8 @@ def test_every_recorded_cause_is_ranked_first(server: LiveServer) -> None:
     assert dram["verdict"] == "learning" and dram["change"] == pytest.approx(0.5, abs=0.001)
     assert dram["note"].startswith("not yet shown steady on this kernel: 0 of 3 pairs")
     extra = work["head"][("instructions", "cause_instructions", "smsp__inst_executed.sum")]
-    # Recorded before the runner sent its labels: the counter goes by ncu's name.
-    assert extra["note"] == "smsp__inst_executed.sum +24.7%"
+    # Recorded before the runner sent its labels: the service names its own work counters.
+    assert extra["note"] == "instructions executed +24.7%"
     same = work["head"][
         ("occ_regs", "cause_occ_regs", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
     ]
