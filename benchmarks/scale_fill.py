@@ -1,9 +1,11 @@
 """Data for benchmarks/service_scale.py: a bulk fill that bypasses the ORM, and result documents.
 
-The fill writes one repository, a first-parent chain of commits on `main` (each with the 200
+The fill writes one repository, a first-parent chain of commits on `main` (each with the
 first-parent ancestors the runner sends), one run per commit and, per run and series, one
-run_workload (with correctness, ncu metrics and one ncu finding), one result (raw samples packed
-as the service packs them) and its verdict; change points where a series' level steps. SQLite
+run_workload (with correctness, its kernels' ncu captures and their work verdicts), one result
+(raw samples packed as the service packs them) and its verdict with its baseline segment; change
+points where a series' level steps. How long the ancestry, how many ncu values and findings per
+kernel, how many kernels per workload: benchmarks/scale_shape.py's Shape, real by default. SQLite
 gets executemany in big transactions, PostgreSQL gets COPY; both skip foreign-key checks while
 loading generated, consistent rows. Columns the fill does not name get their model defaults.
 Values come from numpy, vectorised per chunk of commits.
@@ -29,6 +31,7 @@ import numpy as np
 from sqlalchemy import Engine, insert, text
 from sqlalchemy.exc import DBAPIError
 
+from benchmarks.scale_shape import NcuRows, Shape, segment_columns
 from service.models import Base, Commit, Repository, Runner, Series
 from service.schemas.document import CommitIn, params_key
 from service.store.samples import pack_samples, summarize
@@ -49,17 +52,7 @@ FAMILIES = [  # (workload, kernel, base duration in us)
     ("conv2d", "conv2d_implicit_gemm_f16", 540.0),
     ("train_step", "train_step", 612.0),
 ]
-NCU_METRICS = [  # a few of the metrics the runner selects, per kernel
-    ("gpu__time_duration.sum", "ns"),
-    ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%"),
-    ("dram__bytes_read.sum", "byte"),
-    ("launch__registers_per_thread", "register/thread"),
-]
-ANCESTORS = 200  # what the runner sends (runner/suite/checkout.py MAX_ANCESTORS)
 BASELINE_K = 8  # results a verdict compares against
-FINDING = (
-    "The difference between theoretical and achieved occupancy can be warp scheduling overhead."
-)
 
 
 @dataclass(frozen=True)
@@ -84,9 +77,9 @@ def commit_sha(index: int) -> str:
     return hashlib.sha1(f"kernelwatch-bench-{index}".encode()).hexdigest()
 
 
-def ancestors(index: int) -> list[str]:
+def ancestors(index: int, count: int = Shape.ancestors) -> list[str]:
     """First-parent ancestors of commit `index`, nearest first, as the runner reads them."""
-    return [commit_sha(i) for i in range(index - 1, max(-1, index - 1 - ANCESTORS), -1)]
+    return [commit_sha(i) for i in range(index - 1, max(-1, index - 1 - count), -1)]
 
 
 def commit_time(index: int) -> datetime:
@@ -148,10 +141,21 @@ class _Writer:
 
 
 def fill(
-    engine: Engine, *, commits: int, series: int, samples: int, seed: int = 1, log=print
+    engine: Engine,
+    *,
+    commits: int,
+    series: int,
+    samples: int,
+    seed: int = 1,
+    log=print,
+    shape: Shape = Shape(),
+    statistics: bool = True,
 ) -> int:
-    """Load the database; returns the number of rows written over all tables."""
+    """Load the database; returns the number of rows written over all tables. Without
+    `statistics` PostgreSQL's planner knows the tables as the ingest leaves them where no
+    autovacuum has analysed them since (autovacuum off, or behind a fast-growing history)."""
     rng = np.random.default_rng(seed)
+    ncu_rows = NcuRows(shape)
     specs = series_specs(series)
     to_db: Callable[[datetime], Any] = Commit.__table__.c.committed_at.type.dialect_impl(
         engine.dialect
@@ -159,8 +163,8 @@ def fill(
     times = [to_db(commit_time(i)) for i in range(commits)]
     counts = _sample_layout(samples)
     # Per-series level along history: rare step changes (regressions and fixes), like real code.
-    shape = (commits, series)
-    steps = np.where(rng.random(shape) < 0.002, rng.normal(0, 0.05, shape), 0)
+    grid = (commits, series)
+    steps = np.where(rng.random(grid) < 0.002, rng.normal(0, 0.05, grid), 0)
     base = np.array([s.base_us * (1 + 0.4 * (s.id // len(FAMILIES))) for s in specs])
     level = base * np.cumprod(1 + steps, axis=0)
     sigma = np.where(base < 20, 0.02, np.where(base < 200, 0.004, 0.001))
@@ -181,7 +185,7 @@ def fill(
             "repository_id": 1,
             "sha": [commit_sha(c - 1) for c in cids],
             "parents": [json.dumps([commit_sha(c - 2)] if c > 1 else []) for c in cids],
-            "ancestors": [json.dumps(ancestors(c - 1)) for c in cids],
+            "ancestors": [json.dumps(ancestors(c - 1, shape.ancestors)) for c in cids],
             "author_name": "Ada Lovelace",
             "author_email": "ada@example.com",
             "message": [f"perf: change {c}\n\nWhat changed and why." for c in cids],
@@ -214,7 +218,7 @@ def fill(
             "name": [s.workload for s in of],
             "params": [json.dumps(s.params) for s in of],
             "params_key": [keys[s] for s in sidx],
-            "kernels": [json.dumps([s.kernel]) for s in of],
+            "kernels": [json.dumps(ncu_rows.kernels(s.kernel)) for s in of],
             "status": "ok", "error": "",
             "flops": [s.base_us * 3e7 for s in of], "bytes_moved": [s.base_us * 2e6 for s in of],
             "timeline_source": None, "timeline_note": "", "ncu_status": "ok", "ncu_note": "",
@@ -231,22 +235,7 @@ def fill(
         x[rng.random(x.shape) < 0.01] *= 1.05
         x = np.maximum(x, lv * 0.5)
         q1, med, q3 = np.percentile(x, [25, 50, 75], axis=1)
-        ncu = [med * 1000, rng.uniform(20, 95, n), np.tile(base * 2e6, k), np.full(n, 96.0)]
-        values = np.stack(ncu, axis=1).tolist()
-        speedups = rng.uniform(0.5, 8, n).tolist()
-        w.write("ncu_kernels", n, {
-            "id": ids, "run_workload_id": ids, "kernel": [s.kernel for s in of],
-            "metrics": [
-                json.dumps({name: {"value": v, "unit": unit}
-                            for (name, unit), v in zip(NCU_METRICS, row, strict=True)})
-                for row in values
-            ],
-            "findings": [
-                json.dumps([{"rule": "AchievedOccupancy", "type": "OPT", "description": FINDING,
-                             "estimated_speedup": sp, "speedup_type": "local"}])
-                for sp in speedups
-            ],
-        })  # fmt: skip
+        ncu_rows.write(w, rng, list(ids), [s.kernel for s in of], med * 1000)
         w.write("results", n, {
             "id": ids, "run_id": run_ids, "run_workload_id": ids,
             "series_id": [s.id for s in of], "commit_id": run_ids, "branch": BRANCH,
@@ -279,6 +268,11 @@ def fill(
             "baseline_results": np.repeat(np.minimum(cids, BASELINE_K + 1) - 1, series).tolist(),
             "baseline_commits": np.repeat(np.array(base_ids, dtype=object), series).tolist(),
             "note": "", "created_at": np.repeat(np.array(ctimes, dtype=object), series).tolist(),
+            # A run in ten with a common offset taken out by the unchanged series (controls).
+            "run_offset": [0.004 if c % 10 == 0 else None for c in cids for _ in range(series)],
+            "offset_controls": [series // 2 if c % 10 == 0 else 0 for c in cids
+                                for _ in range(series)],
+            **segment_columns(cids, series, lambda c: commit_sha(c - 1)),
         })  # fmt: skip
         at = np.flatnonzero(moved & ~first)
         w.write("change_points", len(at), {
@@ -293,7 +287,7 @@ def fill(
         rate = c1 * series / (time.perf_counter() - started)
         log(f"  filled {c1}/{commits} commits, {c1 * series:,} results ({rate:,.0f} results/s)")
     w.close()
-    _finish(engine)
+    _finish(engine, statistics)
     return w.rows + 2 + series
 
 
@@ -324,9 +318,9 @@ def _identity(s: SeriesSpec) -> str:
     return series_identity(1, SUITE, workload, timing, FINGERPRINT)  # type: ignore[arg-type]
 
 
-def _finish(engine: Engine) -> None:
-    """Sequences past the loaded ids; statistics as autovacuum would have them on PostgreSQL;
-    the load written out (checkpointed) on both."""
+def _finish(engine: Engine, statistics: bool = True) -> None:
+    """Sequences past the loaded ids; statistics as autovacuum would have them on PostgreSQL
+    (or none); the load written out (checkpointed) on both."""
     if engine.dialect.name != "postgresql":
         with engine.connect() as conn:
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -344,7 +338,8 @@ def _finish(engine: Engine) -> None:
                     f"(SELECT coalesce(max(id), 0) + 1 FROM {table}), false)"
                 )
             )
-        conn.exec_driver_sql("VACUUM ANALYZE")
+        if statistics:
+            conn.exec_driver_sql("VACUUM ANALYZE")
         # As SQLite's WAL is checkpointed above: otherwise the checkpointer writes the load's
         # pages out over the next minutes, beside (and into) the measurements. Needs superuser
         # or pg_checkpoint; without either, the measurements share the box with it.

@@ -2,7 +2,9 @@
 history behind them, measured on databases of several sizes.
 
     python -m benchmarks.service_flat [--database postgres|sqlite] [--commits 200,1000,10000]
-        [--series 200] [--samples 30] [--requests 200]
+        [--series 200] [--samples 30] [--requests 200] [--endpoints commit,page /]
+        [--ancestors 200] [--ncu-metrics 72] [--findings 5] [--kernels 1] [--ncu default,all]
+        [--statistics none|analysed]
 
 For each size: a scratch database filled like benchmarks/service_scale.py's (--series results
 per commit, raw samples) and `kernelwatch serve` on it, all at once; then from this process with
@@ -12,6 +14,17 @@ a drift of the machine weighs on every size alike): one commit's metrics, a seri
 (half of the commits asked for among the newest 100, half anywhere). Prints p50 / p95 ms per
 endpoint and size and the largest size's p50 against the smallest's, PASS at most FLAT_RATIO;
 exits 1 on a FAIL.
+
+The history is filled as a real runner's documents leave it (benchmarks/scale_shape.py): each
+commit with its 200 first-parent ancestors, each kernel's capture with the runner's whole
+fixed ncu metric set and five rule findings; --ancestors, --ncu-metrics, --findings and
+--kernels make it smaller or larger. PostgreSQL's planner knows the tables as a history stored
+through the API leaves them where autovacuum has not analysed them since (off on this machine,
+behind a growing history elsewhere); --statistics analysed gives it fresh statistics instead
+(what the fill did before issue 34 item 7, under which the commit read looked flat while a
+history stored through the API had it grow). --ncu times the commit read at each of those
+values of its `ncu` parameter (`default`: the request without it). --endpoints keeps the
+endpoints whose names contain one of the words.
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import httpx
 import numpy as np
 
 from benchmarks.scale_fill import commit_sha, fill
+from benchmarks.scale_shape import Shape
 from benchmarks.service_scale import page_paths, scratch_database, serve, settle
 from service.core.db import create_db_engine
 from service.core.migrate import upgrade
@@ -45,6 +59,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--requests", type=int, default=200)
     p.add_argument("--postgres-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--endpoints", default="", help="comma-separated words; default: every one")
+    p.add_argument("--ancestors", type=int, default=Shape.ancestors)
+    p.add_argument("--ncu-metrics", type=int, default=Shape.ncu_metrics)
+    p.add_argument("--findings", type=int, default=Shape.findings)
+    p.add_argument("--kernels", type=int, default=Shape.kernels)
+    p.add_argument("--ncu", default="default",
+                   help="the commit read's ncu values to time, comma-separated (default: none "
+                   "given)")  # fmt: skip
+    p.add_argument("--statistics", choices=["none", "analysed"], default="none")
     p.add_argument("--keep", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -56,7 +79,14 @@ def paths(rng: np.random.Generator, commits: int, args: argparse.Namespace, poin
     picks = rng.permutation(np.concatenate([newest, rng.integers(1, commits, n - n // 2)]))
     series = rng.integers(1, args.series + 1, n)
     out = {
-        "commit metrics": [f"/api/v1/commits/{commit_sha(int(i))}/metrics" for i in picks],
+        f"commit metrics{'' if level == 'default' else ' ?ncu=' + level}": [
+            f"/api/v1/commits/{commit_sha(int(i))}/metrics"
+            + ("" if level == "default" else f"?ncu={level}")
+            for i in picks
+        ]
+        for level in args.ncu.split(",")
+    }
+    out |= {
         f"series ({points} points)": [
             f"/api/v1/series?id={s}&branch=main&limit={points}" for s in series
         ],
@@ -67,7 +97,8 @@ def paths(rng: np.random.Generator, commits: int, args: argparse.Namespace, poin
     }
     for page, listed in page_paths(rng, commits, max(10, args.requests // 4) + 3).items():
         out[f"page {page}"] = listed
-    return out
+    words = [w for w in args.endpoints.split(",") if w.strip()]
+    return {e: listed for e, listed in out.items() if not words or any(w in e for w in words)}
 
 
 def filled(stack: contextlib.ExitStack, commits: int, args: argparse.Namespace) -> str:
@@ -79,8 +110,11 @@ def filled(stack: contextlib.ExitStack, commits: int, args: argparse.Namespace) 
     try:
         upgrade(engine)
         started = time.perf_counter()
+        shape = Shape(ancestors=args.ancestors, ncu_metrics=args.ncu_metrics,
+                      findings=args.findings, kernels=args.kernels)  # fmt: skip
         rows = fill(engine, commits=commits, series=args.series, samples=args.samples,
-                    seed=args.seed, log=lambda m: None)  # fmt: skip
+                    seed=args.seed, log=lambda m: None, shape=shape,
+                    statistics=args.statistics == "analysed")  # fmt: skip
         print(f"[{commits} commits] {rows:,} rows in {time.perf_counter() - started:.0f} s",
               flush=True)  # fmt: skip
     finally:
@@ -89,19 +123,25 @@ def filled(stack: contextlib.ExitStack, commits: int, args: argparse.Namespace) 
 
 
 def interleaved(clients: dict[int, httpx.Client], listed: dict[int, list[str]]) -> dict:
-    """p50, p95 and max ms per size of GETs taken in turn, one size after the other, so that
-    a drift of the machine (2 cores, the database beside the service) weighs on each alike."""
+    """p50, p95, max ms and mean answer bytes per size of GETs taken in turn, one size after the
+    other, so that a drift of the machine (2 cores, the database beside the service) weighs on
+    each alike."""
     warm = max(3, len(next(iter(listed.values()))) // 11)
     for size, client in clients.items():
         for path in listed[size][:warm]:
             client.get(path).raise_for_status()
     took: dict[int, list[float]] = {size: [] for size in clients}
+    sizes: dict[int, list[int]] = {size: [] for size in clients}
     for k in range(warm, len(next(iter(listed.values())))):
         for size, client in clients.items():
             started = time.perf_counter()
-            client.get(listed[size][k]).raise_for_status()
+            answer = client.get(listed[size][k]).raise_for_status()
             took[size].append((time.perf_counter() - started) * 1e3)
-    return {s: (*np.percentile(v, [50, 95]).tolist(), max(v)) for s, v in took.items()}
+            sizes[size].append(len(answer.content))
+    return {
+        s: (*np.percentile(v, [50, 95]).tolist(), max(v), float(np.mean(sizes[s])))
+        for s, v in took.items()
+    }
 
 
 def measure(sizes: list[int], args: argparse.Namespace) -> dict[int, dict[str, tuple]]:
@@ -130,8 +170,8 @@ def table(sizes: list[int], measured: dict[int, dict[str, tuple]]) -> tuple[str,
     smallest = sizes[0]
     head = "| endpoint | " + " | ".join(f"{s:,} commits p50 / p95 ms" for s in sizes)
     lines = [
-        head + f" | largest / smallest p50 (≤ {FLAT_RATIO}) |",
-        "|---|" + "--:|" * (len(sizes) + 1),
+        head + f" | largest / smallest p50 (≤ {FLAT_RATIO}) | answer kB |",
+        "|---|" + "--:|" * (len(sizes) + 2),
     ]
     ok = True
     for endpoint in measured[smallest]:
@@ -139,7 +179,9 @@ def table(sizes: list[int], measured: dict[int, dict[str, tuple]]) -> tuple[str,
         ratio = measured[sizes[-1]][endpoint][0] / measured[smallest][endpoint][0]
         ok &= ratio <= FLAT_RATIO
         verdict = "PASS" if ratio <= FLAT_RATIO else "FAIL"
-        lines.append(f"| {endpoint} | " + " | ".join(cells) + f" | {ratio:.2f} {verdict} |")
+        kb = measured[sizes[-1]][endpoint][3] / 1e3
+        lines.append(f"| {endpoint} | " + " | ".join(cells) + f" | {ratio:.2f} {verdict} "
+                     f"| {kb:,.0f} |")  # fmt: skip
     return "\n".join(lines), ok
 
 
@@ -151,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     measured = measure(sizes, args)
     text, ok = table(sizes, measured)
     print(f"\nkernelwatch flat reads on {args.database}, {args.series} series, "
-          f"{args.samples} samples per result")  # fmt: skip
+          f"{args.samples} samples per result, {args.ancestors} ancestors per commit, "
+          f"{args.kernels} kernel(s) per workload with {args.ncu_metrics} ncu values and "
+          f"{args.findings} findings each, planner statistics {args.statistics}")  # fmt: skip
     print(text)
     return 0 if ok else 1
 

@@ -139,6 +139,10 @@ class MetricPublic(BaseModel):
     change_point: ChangePointPublic | None = None
 
 
+# How much of each kernel's ncu capture a commit's metrics carry (service.evaluation.commit_ncu).
+NcuDetail = Literal["none", "summary", "all"]
+
+
 # Typed dicts, not models: a commit's answer holds thousands of ncu values, which are stored as
 # JSON and pass through as dicts; as models each would be an object built and then dumped.
 class NcuValue(TypedDict):
@@ -238,6 +242,10 @@ class CommitMetrics(BaseModel):
     # or re-segmentation (change_point fields): those fields may then be missing or lag.
     analysis_pending: bool = False
     change_points_pending: bool = False
+    ncu: NcuDetail = Field(
+        description="how much of each kernel's ncu capture `ncu_metrics` and `ncu_findings` "
+        "carry here: the request's `ncu` (none leaves them empty whatever was captured)",
+    )
 
 
 class SeriesPublic(BaseModel):

@@ -7,7 +7,8 @@ from fastapi import APIRouter, Query, Response
 
 from service.api.deps import SessionDep, ShaPath
 from service.evaluation.commit_metrics import commit_metrics_data
-from service.schemas.metrics import CommitMetrics
+from service.evaluation.commit_ncu import SUMMARY
+from service.schemas.metrics import CommitMetrics, NcuDetail
 from service.store.commits import resolve_commit
 from service.store.queries import check_branch
 
@@ -23,8 +24,17 @@ def get_commit_metrics(
         None,
         description="default: the newest run's branch; 404 where the repository has no runs on it",
     ),
+    ncu: NcuDetail = Query(
+        "summary",
+        description="how much of each kernel's Nsight Compute capture `ncu_metrics` and "
+        "`ncu_findings` carry: `summary` (default) the values of "
+        f"{', '.join(f'`{name}`' for name in SUMMARY)} that the capture holds, and every finding; "
+        "`all` every value the runner sent (some 70 a kernel: the commit page's table); `none` "
+        "neither (empty), the quickest answer",
+    ),
 ) -> Response:
-    """Every workload × kernel × metric at a commit, with baseline and change."""
+    """Every workload × kernel × metric at a commit, with baseline and change, and as much of
+    each kernel's ncu capture as `ncu` asks for."""
     commit, repo_name = resolve_commit(session, sha, repository)
     # A commit can be run on several branches (a release, a pull request): they answer apart.
     if branch is not None:
@@ -32,7 +42,7 @@ def get_commit_metrics(
     # Written straight from plain data (see commit_metrics_data); tests hold it to the model.
     return Response(
         orjson.dumps(
-            commit_metrics_data(session, commit, repo_name, branch, raw_ncu=True),
+            commit_metrics_data(session, commit, repo_name, branch, raw_ncu=True, ncu=ncu),
             option=orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS,
         ),
         media_type="application/json",
