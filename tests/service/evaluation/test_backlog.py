@@ -180,3 +180,25 @@ def test_a_baseline_reads_the_same_with_and_without_its_verdict(
         assert judged[kernel]["commit"] == walked[kernel]["commit"] == sha_for("c1")
         assert judged[kernel]["run_id"] == walked[kernel]["run_id"] == again["run_id"]
     assert walked["k"]["median"] == pytest.approx(103.0, rel=0.02)
+
+
+def test_a_request_whose_run_another_process_took_still_answers_decided(
+    settings: Settings, engine
+) -> None:
+    """analyse_in_request's promise when the worker claimed the run first: the request does not
+    answer while runs its arrival set waiting are undecided (the worker's follow-ups of the run
+    it took, here the nine stored and left waiting)."""
+    from service.api.app import create_app
+    from service.evaluation import backlog
+
+    idle = _deferred(settings, analysis_poll_seconds=0)
+    live = LiveServer(create_app(idle, migrate=False))
+    with live, live.client(ADMIN_TOKEN) as client:
+        _post_regression(client)
+    factory = session_factory(engine)
+    with factory() as session:
+        first = session.scalars(select(Run.id).order_by(Run.id).limit(1)).one()
+    assert backlog._analyse(factory, first) is not None  # the worker took the first run
+    assert backlog.analyse_run(factory, first) == []  # the request finds it taken
+    with factory() as session:  # and still leaves nothing undecided behind it
+        assert session.scalars(select(Run.id).where(Run.analysed_at.is_(None))).all() == []
