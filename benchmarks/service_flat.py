@@ -18,11 +18,13 @@ exits 1 on a FAIL.
 The history is filled as a real runner's documents leave it (benchmarks/scale_shape.py): each
 commit with its 200 first-parent ancestors, each kernel's capture with the runner's whole
 fixed ncu metric set and five rule findings; --ancestors, --ncu-metrics, --findings and
---kernels make it smaller or larger. PostgreSQL's planner knows the tables as a history stored
-through the API leaves them where autovacuum has not analysed them since (off on this machine,
-behind a growing history elsewhere); --statistics analysed gives it fresh statistics instead
-(what the fill did before issue 34 item 7, under which the commit read looked flat while a
-history stored through the API had it grow). --ncu times the commit read at each of those
+--kernels make it smaller or larger. The fill leaves PostgreSQL's planner no statistics, as a
+history stored through the API leaves them where autovacuum has not analysed them since (off on
+this machine, behind a growing history elsewhere): what the served reads then see is what the
+service's own analysis worker makes of that (it ANALYZEs stale tables on start and every minute:
+service.store.planner_statistics); --statistics analysed has the fill analyse them first (what
+it did before issue 34 item 7, under which the commit read looked flat while a history stored
+through the API had it grow). --ncu times the commit read at each of those
 values of its `ncu` parameter (`default`: the request without it). --endpoints keeps the
 endpoints whose names contain one of the words.
 """

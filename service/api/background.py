@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
@@ -15,10 +16,12 @@ from service.evaluation.backlog import backlog_ages, process_pending
 from service.integrations import github, github_comments
 from service.models.base import utcnow
 from service.store.jobs import reap
+from service.store.planner_statistics import analyse, stale_tables
 
 log = logging.getLogger(__name__)
 
 MAX_DEFER_SECONDS = 30.0  # a steady stream of runs is still analysed this often
+STATISTICS_SECONDS = 60.0  # how often the planner's statistics are checked (PostgreSQL)
 
 
 async def reap_forever(factory: sessionmaker[Session], interval: float) -> None:
@@ -47,12 +50,16 @@ class AnalysisWorker:
         self.factory, self.settings = factory, settings
         self.delay, self.poll = settings.analysis_delay_seconds, settings.analysis_poll_seconds
         self._stored = asyncio.Event()
+        self._statistics_checked = -STATISTICS_SECONDS
 
     def run_stored(self) -> None:
         self._stored.set()
 
     async def forever(self) -> None:
         while True:
+            # First thing on start too: a database stored by other means (a restore, another
+            # version) is planned for from the first request.
+            await self._check_statistics()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stored.wait(), timeout=self.poll)
             self._stored.clear()
@@ -61,6 +68,24 @@ class AnalysisWorker:
                     await run_in_threadpool(self.work_once)
             except Exception:
                 log.exception("analysis backlog failed; retrying in %.0f s", self.poll)
+
+    async def _check_statistics(self) -> None:
+        if time.monotonic() - self._statistics_checked < STATISTICS_SECONDS:
+            return
+        self._statistics_checked = time.monotonic()
+        try:
+            await run_in_threadpool(self.refresh_statistics)
+        except Exception:
+            log.exception("refreshing the planner's statistics failed")
+
+    def refresh_statistics(self) -> list[str]:
+        """ANALYZE the tables autovacuum would now (service.store.planner_statistics)."""
+        engine = self.factory.kw["bind"]
+        stale = stale_tables(engine)
+        if stale:
+            analyse(engine, stale)
+            log.info("refreshed the planner's statistics of %s", ", ".join(stale))
+        return stale
 
     def work_once(self) -> None:
         report = self._report if github.enabled(self.settings) else None
