@@ -67,15 +67,23 @@ def untouched(engine: Engine, job_id: int) -> None:
     assert (job.state, job.attempt, job.runner_id) == ("queued", 0, None)
 
 
+@pytest.fixture
+def gpu_job(engine: Engine) -> tuple[str, int]:
+    """(token, job id) of a runner labelled gpu=h100 and one job that asks for it."""
+    token = make_runner(engine, RUNNER, {"gpu": "h100"})
+    (job_id,) = make_jobs(engine, 1, {"gpu": "h100"})
+    return token, job_id
+
+
 def test_without_a_gpu_the_agent_refuses_in_one_line_and_the_service_never_hears_of_it(
     server: LiveServer,
     engine: Engine,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     agent_args: list[str],
+    gpu_job: tuple[str, int],
 ) -> None:
-    token = make_runner(engine, RUNNER, {"gpu": "h100"})
-    (job_id,) = make_jobs(engine, 1, {"gpu": "h100"})
+    token, job_id = gpu_job
 
     def started(*args: object, **kwargs: object) -> int:
         raise AssertionError("the agent started on a host without a GPU")
@@ -96,13 +104,12 @@ def test_without_a_gpu_the_agent_refuses_in_one_line_and_the_service_never_hears
 
 
 def test_the_agent_process_on_this_gpu_less_machine_exits_78_untold(
-    server: LiveServer, engine: Engine, agent_args: list[str]
+    server: LiveServer, engine: Engine, agent_args: list[str], gpu_job: tuple[str, int]
 ) -> None:
     """As systemd starts it, with the real GPU probe: nothing stubbed."""
     if host.gpu_problem(host.probe_gpu()) is None:
         pytest.skip("this machine has a GPU the agent can use")
-    token = make_runner(engine, RUNNER, {"gpu": "h100"})
-    (job_id,) = make_jobs(engine, 1, {"gpu": "h100"})
+    token, job_id = gpu_job
     env = {k: v for k, v in os.environ.items() if k != cli.CPU_ENV}
     done = subprocess.run(
         [sys.executable, "-m", "runner.cli", "agent", "--server", server.url, "--token", token,
@@ -153,10 +160,10 @@ def test_a_cpu_agent_handed_a_cuda_suite_hands_it_back_and_stays_down(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     agent_args: list[str],
+    gpu_job: tuple[str, int],
 ) -> None:
     """Exit 3 would have systemd start it again, to claim the next CUDA job the same way."""
-    token = make_runner(engine, RUNNER, {"gpu": "h100"})
-    (job_id,) = make_jobs(engine, 1, {"gpu": "h100"})
+    token, job_id = gpu_job
 
     def run_job(claim: dict, stop: threading.Event) -> dict:
         host.require_gpu("kernels", gpu=lambda: NO_GPU[0])  # as the pipeline's CUDA suites do
