@@ -18,7 +18,7 @@ from service.evaluation.commit_metrics import commit_metrics, latest_runs
 from service.pages import commit_bisection as bisection
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import AbsentSeries, MetricPublic, WorkloadPublic
-from service.store.alert_places import alerts_at_commit
+from service.store.alert_places import alerts_at_commit, without_bisected
 from service.store.alerts import alerts_public
 from service.store.commits import resolve_commit
 from service.web.deps import SessionDep, ShaPath
@@ -79,7 +79,7 @@ def commit_data(
             for a, role in zip(alerts, roles, strict=True)
         ],
         # Regressions counted where a bisection found they came in, not at the measured head.
-        "verdict_counts": bisection.adjusted_counts(metrics.verdict_counts, moved),
+        "verdict_counts": without_bisected(metrics.verdict_counts, len(moved)),
         "bisected": bisection.by_first_bad(moved),
         "found_here": bisection.found_here(alerts, roles, commit.sha),
     }

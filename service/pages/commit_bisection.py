@@ -42,14 +42,6 @@ def moved_away(alerts: list[AlertPublic], roles: list[str]) -> dict[int, str]:
     }
 
 
-def adjusted_counts(counts: dict[str, int], moved: dict[int, str]) -> dict[str, int]:
-    """The commit's verdict counts without the regressions a bisection placed earlier."""
-    out = dict(counts)
-    if moved and out.get("regressed"):
-        out["regressed"] = max(out["regressed"] - len(moved), 0)
-    return {k: v for k, v in out.items() if v}
-
-
 def by_first_bad(moved: dict[int, str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for sha in moved.values():

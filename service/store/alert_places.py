@@ -55,6 +55,15 @@ def inherited(
     return out
 
 
+def without_bisected(counts: dict[str, int], moved: int) -> dict[str, int]:
+    """A run's verdict counts without the `moved` regressions its alerts' bisections placed at
+    earlier commits (they are counted there); the kinds left at zero dropped."""
+    out = dict(counts)
+    if moved and out.get("regressed"):
+        out["regressed"] = max(out["regressed"] - moved, 0)
+    return {k: v for k, v in out.items() if v}
+
+
 def alert_markers(
     session: Session, series_ids: list[int], branch: str, since: datetime
 ) -> list[tuple[int, int, str, datetime, str, str, str | None]]:

@@ -15,7 +15,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
-from service.store.alert_places import inherited
+from service.store.alert_places import inherited, without_bisected
 
 ACTIVE_ALERT_STATES = ("suspected", "open", "acknowledged")
 ACTIVE_JOB_STATES = ("queued", "running")
@@ -125,12 +125,9 @@ def recent_runs(session: Session, limit: int = 15) -> list[RecentRun]:
     out = []
     for row in rows:
         bisected = {sha: len(ids) for sha, ids in moved.get((row[12], row[3]), {}).items()}
-        verdicts = dict(counts[row[0]])
-        if bisected and verdicts.get("regressed"):
-            verdicts["regressed"] = max(verdicts["regressed"] - sum(bisected.values()), 0)
+        verdicts = without_bisected(counts[row[0]], sum(bisected.values()))
         subject = row[11].split("\n", 1)[0]
-        out.append(RecentRun(*row[1:11], subject, {k: v for k, v in verdicts.items() if v},
-                             bisected))  # fmt: skip
+        out.append(RecentRun(*row[1:11], subject, verdicts, bisected))
     return out
 
 
