@@ -6,5 +6,5 @@ files) turn database rows into the plain types of `dashboards.model`.
 
 from pathlib import Path
 
-# A history the real runner recorded on an H100, for `kernelwatch demo` (see its manifest).
+# A history the real runner recorded on an H200, for `kernelwatch demo` (see its manifest).
 DEMO_DIR = Path(__file__).resolve().parent / "demo_history"

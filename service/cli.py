@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=_positive, default=1, help="server processes (default 1)")
     serve.set_defaults(func=_serve)
     demo = sub.add_parser(
-        "demo", help="load a history recorded on an H100 into a demo database and serve it"
+        "demo", help="load a history recorded on an H200 into a demo database and serve it"
     )
     demo.add_argument("--host", default="127.0.0.1")
     demo.add_argument("--port", type=_port, default=8000)

@@ -1,4 +1,4 @@
-"""`kernelwatch demo`: a history the real runner recorded on an H100, loaded and served at once.
+"""`kernelwatch demo`: a history the real runner recorded on an H200, loaded and served at once.
 
 The bundle (dashboards/demo_history/, its manifest says how it was recorded) holds result
 documents in commit order, one of them a confirmation run. They go through the same path as a
@@ -31,7 +31,7 @@ from service.store import queries
 from service.store.ingest import ingest
 from service.store.jobs import claim, enqueue
 
-DEMO_RUNNER = "demo-h100"
+DEMO_RUNNER = "demo-gpu"
 
 
 class DemoError(Exception):

@@ -1,4 +1,4 @@
-"""`kernelwatch demo`: the bundled H100 history loads through the real ingest and analysis."""
+"""`kernelwatch demo`: the bundled H200 history loads through the real ingest and analysis."""
 
 from __future__ import annotations
 
