@@ -6,7 +6,7 @@ Pure: plain rows in, a table and PASS/FAIL lines out, so that it is tested on th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TARGETS = {"long": 0.02, "mid": 0.05, "short": 0.10}  # recall >= 95% at these true changes
 # Series whose runs wander (a spilling or L2-bound kernel) are held to no class target: what
@@ -57,6 +57,9 @@ class Score:
     worst: Row | None
     accuracy: dict[str, tuple[int, int]]  # class -> (within 2 pp, compared)
     recall: dict[str, tuple[int, int]]  # class (or "wander") -> (caught, due)
+    # class -> changes still pending where the recording ended (no next run settled them):
+    # flagged, neither caught nor missed, so left out of `recall`
+    unsettled: dict[str, int] = field(default_factory=dict)
     false_notices: int = 0  # work notices on series whose kernel the commit did not change
     wander_accuracy: tuple[int, int] = (0, 0)  # wandering kernels: (within 2 pp, compared)
 
@@ -95,6 +98,7 @@ def score(rows: list[Row]) -> Score:
     within = [r for r in compared if abs(r.error or 0) <= ACCURACY_PP]
     worst = max(compared, key=lambda r: abs(r.error or 0), default=None)
     recall: dict[str, tuple[int, int]] = {}
+    unsettled: dict[str, int] = {}
     groups = [*TARGETS, "wander"] if any(r.wanders for r in rows) else list(TARGETS)
     for cls in groups:
         due = [
@@ -104,6 +108,8 @@ def score(rows: list[Row]) -> Score:
             and r.truth is not None
             and abs(r.truth) >= _target(cls)
         ]
+        unsettled[cls] = sum(r.verdict == "pending" and r.changed for r in due)
+        due = [r for r in due if not (r.verdict == "pending" and r.changed)]
         caught = [
             r
             for r in due
@@ -128,6 +134,7 @@ def score(rows: list[Row]) -> Score:
         within=len(within),
         worst=worst,
         recall=recall,
+        unsettled=unsettled,
     )
 
 
@@ -171,7 +178,9 @@ def render(rows: list[Row]) -> str:
         good, n = s.wander_accuracy
         lines.append(f"  kernels whose runs wander (not held to it): {good} of {n}")
     for cls, (caught, due) in s.recall.items():
-        lines.append(f"recall {cls} (|truth| >= {_target(cls):.0%}): {caught} of {due}")
+        left = s.unsettled.get(cls, 0)
+        pending = f" ({left} more pending where the recording ended)" if left else ""
+        lines.append(f"recall {cls} (|truth| >= {_target(cls):.0%}): {caught} of {due}{pending}")
     for name, ok in s.passed().items():
         lines.append(f"{'PASS' if ok else 'FAIL'} {name}")
     return "\n".join(lines)

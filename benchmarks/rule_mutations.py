@@ -122,6 +122,22 @@ MUTATIONS = [
         "tests/service/histories/test_wander.py",
     ),
     (
+        "a level that began at a shift is young until its third result",
+        "service/analysis/wander.py",
+        '    return MIN_LEVEL if segment_kind == "history" else MIN_LEVEL_AFTER_SHIFT',
+        "    return MIN_LEVEL",
+        "tests/service/histories/test_wander.py",
+    ),
+    (
+        "a noisy counter's tolerance bounds the next move by how few pairs taught it",
+        "service/analysis/work.py",
+        "        return max(floor, float(student_t.ppf(1 - NOTICE_ALPHA / 2, self.pairs)) "
+        "* self.rms)",
+        "        return max(floor, 3.0 * self.largest)",
+        "tests/service/evaluation/test_work_counters.py::test_a_few_pairs_bound_the_next_move_by_how_"
+        "little_they_know",
+    ),
+    (
         "a counter of what the caches did raises no notice until shown steady",
         "service/analysis/work.py",
         "return self.pairs >= MIN_PAIRS or self.counter in EXACT",

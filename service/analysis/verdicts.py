@@ -22,12 +22,13 @@ short kernels' runs do) would carry that offset into each change: where the run'
 (series whose kernels nothing changed) measure it, it is taken out of the change and its doubt
 added to the test (service.analysis.run_offset).
 
-A level with fewer than wander.MIN_LEVEL results has not shown how far its runs wander: a change
-that clears everything else there is *pending*, never red, and the next run along the line
-settles it: changed when that run does not come back (it stays beyond the floor from the
-baseline on the same side, at the head's level or further on); unchanged when it comes back to
-the baseline (the head was an outlier of the series' wander, left out of the level's baseline
-from then on) or goes beyond the floor the other way (the head's change is not confirmed).
+A level with fewer results than wander.min_level asks (two; three after a level shift) has not
+shown how far its runs wander: a change that clears everything else there is *pending*, never
+red, and the next run along the line settles it: changed when that run does not come back (it
+stays beyond the floor from the baseline on the same side, at the head's level or further on);
+unchanged when it comes back to the baseline (the head was an outlier of the series' wander,
+left out of the level's baseline from then on) or goes beyond the floor the other way (the
+head's change is not confirmed).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class Comparison:
     head_median: float
     baseline_median: float
     baseline_results: int
-    # The level's run-to-run wander is not known yet (fewer than wander.MIN_LEVEL results).
+    # The level's run-to-run wander is not known yet (too few results: wander.min_level).
     young: bool = False
     # For a young level: the next run's change against the same baseline, None while there
     # is no next run along the line.
@@ -118,6 +119,8 @@ class Candidate:
     # its run's common offset for the others of its group (the timing method, say).
     control: bool = False
     group: Hashable = ""
+    # The results the level needs before its wander counts as measured (wander.min_level).
+    settled_at: int = wander.MIN_LEVEL
 
 
 def compare(
@@ -188,7 +191,7 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         counts = c.baseline_counts or [()] * len(c.baseline)
         base = [wander.log_process_medians(b, n) for b, n in zip(c.baseline, counts, strict=True)]
         medians = c.baseline_medians or [float(np.median(b)) for b in c.baseline]
-        level = wander.measure(head, base, c.noise_medians or medians, c.history)
+        level = wander.measure(head, base, c.noise_medians or medians, c.history, c.settled_at)
         units[i] = (head, base, medians, level)
         testable = level.process_df or not level.young  # else the samples must stand in
         tests[i] = wander.test(head, base, level) if testable else None

@@ -25,6 +25,16 @@ series' past (a commit that made the kernel spill) shows at once. A level of one
 its own wander is not measured yet, and a verdict on it waits for the next run
 (service.analysis.verdicts).
 
+A level that began at a level shift (a verdict, an alert a person accepted, a change point:
+service.analysis.segments) runs code the history before it did not, so that history cannot vouch
+for it, and two of its runs that happen to agree know its wander to one degree of freedom. On an
+H200, a tiled SGEMM that a commit made spill (0.65 -> 9.4 ms) ran within 0.3% in the level's
+first two runs and 5% fast in every process of its third, while an instrument that loaded both
+builds into one process measured that commit at -0.4% and the runs before the shift had sat
+within 0.2% (benchmarks/results/history_h200_wander, commit 5): such a level stays young until
+MIN_LEVEL_AFTER_SHIFT results. A series' first level (no shift read) keeps MIN_LEVEL: nothing
+from before it claims to know its wander.
+
 `test` is the t-test of the head's run against the baseline's runs with that variance, in log
 space (relative changes).
 """
@@ -38,7 +48,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import t as student_t
 
-MIN_LEVEL = 2  # results a level needs before its run-to-run wander counts as measured
+MIN_LEVEL = 2  # results a level needs before its run-to-run wander counts as measured ...
+MIN_LEVEL_AFTER_SHIFT = 3  # ... and a level that began at a level shift (`min_level`)
 MIN_HISTORY = 4  # results of a series before its history says how far its runs wander
 MIN_DF = 4  # the fewest degrees of freedom a test is given (see `test`)
 
@@ -96,10 +107,12 @@ def measure(
     base: Sequence[np.ndarray],
     level: Sequence[float],
     history: Sequence[float] = (),
+    settled_at: int = MIN_LEVEL,
 ) -> Wander:
     """`head`: the head's log process medians; `base`: each baseline run's; `level`: the run
     medians of the baseline's whole segment (its level); `history`: the series' run medians
-    before the head, nearest first (its level's and the levels' before it)."""
+    before the head, nearest first (its level's and the levels' before it); `settled_at`: the
+    results the level needs before it is not young (`min_level`)."""
     runs = [r for r in (head, *base) if r.size >= 2]
     df = sum(r.size - 1 for r in runs)
     process_var = sum(float(np.sum((r - r.mean()) ** 2)) for r in runs) / df if df else 0.0
@@ -113,8 +126,14 @@ def measure(
         between_df = own.size - 1
     else:
         between, between_df = 0.0, 0
-    young = own.size < MIN_LEVEL
+    young = own.size < settled_at
     return Wander(process_var, df, max(between, implied), between_df, processes, young)
+
+
+def min_level(segment_kind: str) -> int:
+    """The results a level needs before its wander counts as measured: MIN_LEVEL_AFTER_SHIFT
+    where it began at a level shift (any segment kind but "history"), else MIN_LEVEL."""
+    return MIN_LEVEL if segment_kind == "history" else MIN_LEVEL_AFTER_SHIFT
 
 
 @dataclass(frozen=True)

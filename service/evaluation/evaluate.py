@@ -7,7 +7,7 @@ from sqlalchemy.orm import Session
 
 from service.analysis.segments import describe
 from service.analysis.verdicts import Candidate, compare_many, decide
-from service.analysis.wander import MIN_LEVEL
+from service.analysis.wander import min_level
 from service.core.sql import among
 from service.evaluation import notes, redefinitions
 from service.evaluation.baseline import Baseline, baselines
@@ -44,7 +44,7 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     young = [
         r.series_id
         for r, b in zip(results, bases, strict=True)
-        if b is not None and len(b.segment_medians) < MIN_LEVEL
+        if b is not None and len(b.segment_medians) < min_level(b.segment.kind)
     ]
     # A young level's verdict waits for the next run of its line (service.analysis.verdicts);
     # a pull request's run has none: its pending verdicts stay so until a new push.
@@ -77,6 +77,7 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
             history=base.history if base else [],
             control=result.id in unchanged,
             group=series[result.series_id].method,
+            settled_at=min_level(base.segment.kind) if base else min_level("history"),
         )
         for result, base in zip(results, bases, strict=True)
     ]
