@@ -7,7 +7,7 @@
     # anywhere, again from what a run saved (with the truth of a --truth-only run):
     python -m benchmarks.history_gpu --table DIR/history.json [--truth TDIR/truth.json]
     # on the GPU host, the truth alone (each commit's code measured against its parent's):
-    python -m benchmarks.history_gpu --truth-only TDIR
+    python -m benchmarks.history_gpu --truth-only TDIR [--since K] [--upto N]
 
 A git repository of the small CUDA suite in benchmarks/history_suite (12 streaming kernels: four
 of >= 50 us, four of 10-50 us, four of a few us; and three whose runs wander, histsuite/wander.py:
@@ -402,6 +402,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--upto", type=int, help="with --truth-only: the first UPTO commits (those a run measured)"
     )
+    p.add_argument(
+        "--since",
+        type=int,
+        default=1,
+        help="with --truth-only: from commit SINCE on (each against its parent; an earlier run "
+        "measured those before)",
+    )
     p.add_argument("--budget", type=float, default=560.0, help="wall seconds for the history")
     p.add_argument(
         "--skip-truth",
@@ -415,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         args.work.mkdir(parents=True)
         commits = make_repository(args.work / "repo")
         started = time.monotonic()
-        by_sha = measure_truth(args.work, commits[: args.upto])
+        by_sha = measure_truth(args.work, commits[max(args.since - 1, 0) : args.upto])
         args.truth_only.mkdir(parents=True, exist_ok=True)
         by_index = {str(c["index"]): by_sha[c["sha"]] for c in commits if c["sha"] in by_sha}
         (args.truth_only / "truth.json").write_text(json.dumps({"truth_by_index": by_index}))

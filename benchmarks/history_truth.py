@@ -62,12 +62,13 @@ FLUSH_BYTES = 256 << 20  # > 2 x the H100's 50 MB L2
 
 
 class Kernels:
-    """A CUPTI kernel-activity subscriber: (start, end) ns of every kernel while enabled."""
+    """A CUPTI kernel-activity subscriber: the span of the kernels one launch ran whose names
+    start with one of `names` (the flush before it is left out)."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, ...] = ("hist_",)) -> None:
         from cupti import cupti
 
-        self.cupti, self.records = cupti, []
+        self.cupti, self.records, self.names = cupti, [], names
         self.kind = cupti.ActivityKind.CONCURRENT_KERNEL
         cupti.activity_register_callbacks(self._buffer, self._completed)
 
@@ -77,16 +78,16 @@ class Kernels:
     def _completed(self, activities: list[Any]) -> None:
         self.records += [(a.name, a.start, a.end) for a in activities]
 
-    def time_us(self, launch: Any, flush: Any, cp: Any) -> float:
+    def time_us(self, launch: Any, flush: Any, synchronize: Any) -> float:
         flush()
-        cp.cuda.Device().synchronize()
+        synchronize()
         self.records = []
         self.cupti.activity_enable(self.kind)
         launch()
-        cp.cuda.Device().synchronize()
+        synchronize()
         self.cupti.activity_disable(self.kind)
         self.cupti.activity_flush_all(1)
-        mine = [(s, e) for name, s, e in self.records if name.startswith("hist_")]
+        mine = [(s, e) for name, s, e in self.records if name.startswith(self.names)]
         if not mine:
             raise RuntimeError("CUPTI recorded no kernel of the launch")
         return (max(e for _, e in mine) - min(s for s, _ in mine)) / 1e3
@@ -156,7 +157,7 @@ def _interleaved(
 
         def sample(side: str, launch: dict[str, Any] = launch) -> float:
             if w.timing_method == "cupti":
-                return cupti.time_us(launch[side], flush, cp)
+                return cupti.time_us(launch[side], flush, cp.cuda.Device().synchronize)
             return events_us(launch[side])
 
         for side in launch:
