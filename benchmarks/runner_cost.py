@@ -12,8 +12,9 @@ the ncu sections of runner.profile.reuse). With `--change PATH:KERNEL` (repeatab
 the first is of a new commit that changes one of those kernels in turn, as a commit that
 touches one kernel does: a branch that is never taken, so that its code differs and it runs as
 fast (`--change PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a
-comment: a commit that changes code no workload imports, or prose); without it, every run is of
-the same commit. Prints, per run, the seconds of every stage (from the `Progress` hooks the
+comment: a commit that changes code no workload imports, or prose; `--change PATH:OLD=>NEW`
+replaces text, back and forth: a workload's parameter, a header's line); without it, every run
+is of the same commit. Prints, per run, the seconds of every stage (from the `Progress` hooks the
 pipeline calls) against the 60 s budget, and per workload its median in the first and the last
 run that ran its kernels' same code (a changed kernel's workloads are compared across the runs
 before its change, or after it), their difference and PASS/FAIL against 1% for workloads of
@@ -110,10 +111,20 @@ def change(repo: Path, spec: str, run: int, author: str) -> str:
     """A new commit on `repo`: `spec` PATH:KERNEL gives that kernel of that CUDA source one
     more branch, never taken (a block index no grid of the suite reaches); PATH alone gets
     one more, unused, kernel (which renumbers the file's symbols: runner.profile.cubin), or, for a
-    Python file or a document, a comment at its end."""
+    Python file or a document, a comment at its end; PATH:OLD=>NEW replaces the first OLD with
+    NEW (and NEW with OLD where OLD is gone: runs alternate between them), e.g. one workload's
+    parameter or a line of a header several kernels include."""
     path, _, kernel = spec.partition(":")
     source = (repo / path).read_text()
-    if Path(path).suffix in (".py", ".md"):  # a comment: no workload runs differently
+    if "=>" in kernel:  # PATH:OLD=>NEW, back again the next time (a parameter, a header)
+        old, new = kernel.split("=>", 1)
+        if old in source:
+            source = source.replace(old, new, 1)
+        elif new in source:
+            source = source.replace(new, old, 1)
+        else:
+            raise SystemExit(f"--change {spec}: neither {old!r} nor {new!r} is in {path}")
+    elif Path(path).suffix in (".py", ".md"):  # a comment: no workload runs differently
         source += f"\n{'#' if path.endswith('.py') else '<!--'} runner_cost: run {run}" \
                   f"{'' if path.endswith('.py') else ' -->'}\n"  # fmt: skip
     elif kernel:
@@ -210,7 +221,7 @@ def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
     """Per run, the kernels whose code its commit changed (`--change PATH:KERNEL`); none for
     the first run and for changes that leave every kernel's code as it was."""
     kernels = [(change_of(changes, run) or "").partition(":")[2] for run in range(runs)]
-    return [{kernel} if kernel else set() for kernel in kernels]
+    return [{kernel} if kernel and "=>" not in kernel else set() for kernel in kernels]
 
 
 def compared_runs(kernels: list[str], changed: list[set[str]]) -> tuple[int, int] | None:

@@ -42,6 +42,13 @@ def test_each_kind_of_change_is_one_commit_of_that_file(repo: Path) -> None:
     assert (repo / "README.md").read_text().endswith("<!-- runner_cost: run 5 -->\n")
     with pytest.raises(SystemExit, match="no kernel 'absent'"):
         runner_cost.change(repo, "k.cu:absent", 6, AUTHOR)
+    assert "app.py" in changed(repo, "app.py:APP = 1=>APP = 2", 7)
+    assert (repo / "app.py").read_text().startswith("APP = 2\n")  # a parameter changed
+    changed(repo, "app.py:APP = 1=>APP = 2", 8)
+    assert (repo / "app.py").read_text().startswith("APP = 1\n")  # and back
+    with pytest.raises(SystemExit, match=r"neither 'NOPE' nor 'X' is in app\.py"):
+        runner_cost.change(repo, "app.py:NOPE=>X", 9, AUTHOR)
+    assert runner_cost.changed_kernels(["app.py:APP = 1=>APP = 2"], 2) == [set(), set()]
 
 
 def test_a_changed_kernels_workloads_are_compared_across_runs_of_one_code() -> None:
