@@ -62,26 +62,61 @@ class Profiling:
         """Fill `record.ncu` of `records` (workloads that passed correctness)."""
         progress.stage("ncu", len(records))
         started = time.monotonic()
+        by_launch = self._reused_by_launch([r for r in records if r.info["id"] not in self.whole])
+        self.found.update(by_launch)
+        self.whole.update({wid: f.section for wid, f in by_launch.items()})
         ids = [r.info["id"] for r in records if r.info["id"] not in self.whole]
+        self._say_why(records, ids, log)
         sections = self._profile(ids, log, check_stop)
         for record in records:
             wid = record.info["id"]
             record.ncu = self.whole.get(wid) or sections[wid]
             if self.reuse and wid in sections:
-                self.reuse.store(record.info, sections[wid], self.imported)
+                self.reuse.store(record.info, sections[wid], self.imported, _signature(record))
             if self.reuse:
                 found = self.found.get(wid)
                 at = found.commit if found is not None and wid in self.whole else self.reuse.commit
-                record.ncu = self.reuse.stamp(record.info, record.ncu, at)
+                record.ncu = self.reuse.stamp(record.info, record.ncu, at, _signature(record))
             progress.advance(wid)
         counts = {s: sum(x["status"] == s for x in sections.values()) for s in ("ok", "failed")}
         partial = sum(wid in self.partial for wid in ids)
         only = f" ({partial} of them only their changed kernels)" if partial else ""
+        launched = f", {len(by_launch)} of them by their launch" if by_launch else ""
+        reused = sum(r.info["id"] in self.whole for r in records)
         log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads profiled"
-            f"{only}, {sum(r.info['id'] in self.whole for r in records)} reused (unchanged "
-            f"since an earlier commit) in {time.monotonic() - started:.1f} s")  # fmt: skip
+            f"{only}, {reused} reused (unchanged since an earlier commit{launched}) in "
+            f"{time.monotonic() - started:.1f} s")  # fmt: skip
         if self.reuse:
             self.reuse.prune()
+
+    def _reused_by_launch(self, records: list[Any]) -> dict[str, Any]:
+        """The sections of workloads whose launch's signature (its kernels' code, launch
+        configuration, inputs and scalars: runner.profile.launch_key) is one stored earlier,
+        whichever files the commit changed."""
+        if self.reuse is None:
+            return {}
+        found = {r.info["id"]: self.reuse.lookup_launch(r.info, _signature(r)) for r in records}
+        return {wid: f for wid, f in found.items() if f is not None}
+
+    def _say_why(self, records: list[Any], ids: list[str], log: Callable[[str], None]) -> None:
+        """Why the workloads about to be profiled are, where their signatures tell: what
+        changed since the last one stored, or why a workload has no signature."""
+        if self.reuse is None or not ids:
+            return
+        wanted, lines = set(ids), []
+        for record in records:
+            if record.info["id"] not in wanted:
+                continue
+            signature = _signature(record) or {}
+            if "unavailable" in signature:
+                why = f"no launch signature: {signature['unavailable']}"
+            else:
+                why = "; ".join(self.reuse.why_profiled(record.info, signature))
+            if why:
+                lines.append(f"{record.info['id']} ({why})")
+        if lines:
+            more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+            log(f"ncu: profiling {', '.join(lines[:5])}{more}")
 
     def _profile(
         self, ids: list[str], log: Callable[[str], None], check_stop: Callable[[], None]
@@ -138,6 +173,11 @@ class Profiling:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _signature(record: Any) -> Any:
+    """The launch signature a record's check took (runner.run.report.WorkloadRecord), if any."""
+    return getattr(record, "signature", None)
 
 
 def capture_timelines(

@@ -1,5 +1,11 @@
 """Reusing a workload's ncu section from an earlier commit whose code it ran is the same.
 
+First by what the launch ran (runner.profile.launch_key: the kernels' compiled code, launch
+configuration and inputs its check recorded with CUPTI): a commit that changed only Python
+around the launches keeps every section (`lookup_launch`). What follows is the key by the
+commit's files, for workloads whose check could record no such signature, and the per-kernel
+merge of a workload whose kernels' code changed in part.
+
 ncu costs ~21 ms a replay pass on the H100, 18 passes a launch: ~35 s for the default suite's 66
 launches, nearly half a commit's time (benchmarks/ncu_cost.py). Most commits change one kernel,
 and a launch of unchanged code on the same GPU, driver and tools, with the same inputs, gives
@@ -59,14 +65,13 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.profile import cubin
+from runner.profile import cubin, launch_key
 from runner.profile.ncu import MAX_REASON
 
 NATIVE_SUFFIXES = frozenset({".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp"})
@@ -233,6 +238,19 @@ class ProfileReuse:
         host["gpu_uuid"] = (environment.get("gpu") or {}).get("uuid")
         host["python"] = (environment.get("host") or {}).get("python")
         self.context = _digest({"host": host, "config": config})
+        self.launches = launch_key.LaunchSections(self.root, self.context, commit)
+
+    def lookup_launch(self, info: Mapping[str, Any], signature: Any) -> Found | None:
+        """The section stored for a launch of this workload with the same signature
+        (runner.profile.launch_key), whatever files changed since; None where there is none."""
+        if not self.keep:
+            return None
+        found = self.launches.lookup(info, signature)
+        return None if found is None else Found(found[0], (), found[1])
+
+    def why_profiled(self, info: Mapping[str, Any], signature: Any) -> list[str]:
+        """What changed since this workload's last stored launch, in words."""
+        return self.launches.why(info, signature)
 
     def code_of(self, imported: Iterable[str] | None) -> dict[str, str]:
         """The commit's files a section depends on: every one but native sources and prose,
@@ -303,11 +321,14 @@ class ProfileReuse:
         info: Mapping[str, Any],
         section: Mapping[str, Any],
         imported: Iterable[str] | None = None,
+        signature: Any = None,
     ) -> None:
-        """Keep a freshly profiled section (status ok, with kernels) for later commits;
+        """Keep a freshly profiled section (status ok, with kernels) for later commits, by the
+        commit's files and, where its check gave one, by its launch's `signature`;
         `imported`: the worktree's Python files the profile worker imported (None: unknown)."""
         if not self.keep or section.get("status") != "ok" or not section.get("kernels"):
             return
+        self.launches.store(info, section, signature)
         kernels = [k["kernel"] for k in section["kernels"]]
         deps = dependencies(kernels, self.outputs, self.native)
         code = self.code_of(imported)
@@ -324,28 +345,35 @@ class ProfileReuse:
             "commit": self.commit,
             "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        folder = self._folder(info)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{_digest({'deps': deps, 'code': code})[:40]}.json"
-        with tempfile.NamedTemporaryFile("w", dir=folder, suffix=".tmp", delete=False) as f:
-            json.dump(entry, f)
-        os.replace(f.name, target)  # whole or absent, also with two agents on one host
+        target = self._folder(info) / f"{_digest({'deps': deps, 'code': code})[:40]}.json"
+        launch_key.write_entry(target, entry)
 
     def stamp(
-        self, info: Mapping[str, Any], section: dict[str, Any], profiled_at: str
+        self,
+        info: Mapping[str, Any],
+        section: dict[str, Any],
+        profiled_at: str,
+        signature: Any = None,
     ) -> dict[str, Any]:
         """`section` with each kernel entry's `determinants` and `profiled_at` (`profiled_at`
         where an entry does not say already: a fresh one's commit, or the commit a reused
-        section was profiled at)."""
+        section was profiled at). The determinants are the launch's signature where the check
+        gave one (runner.profile.launch_key), else the commit's files."""
         if not section.get("kernels"):
             return section
-        if self._code_key is None:  # the commit's code: one digest for every kernel's key
+        usable = launch_key.usable(signature)
+        if self._code_key is None and not usable:  # one digest of the files for every kernel
             self._code_key = _digest(self.code_of(None))
         kernels = []
         for entry in section["kernels"]:
-            own = dependencies([entry["kernel"]], self.outputs, self.native)
-            key = {"context": self.context, "workload": info, "code": self._code_key, "kernel": own}
-            kernels.append({**entry, "determinants": _digest(key),
+            if usable:
+                determinants = launch_key.kernel_key(self.context, info, signature,
+                                                     search_name(entry["kernel"]))  # fmt: skip
+            else:
+                own = dependencies([entry["kernel"]], self.outputs, self.native)
+                determinants = _digest({"context": self.context, "workload": info,
+                                        "code": self._code_key, "kernel": own})  # fmt: skip
+            kernels.append({**entry, "determinants": determinants,
                             "profiled_at": entry.get("profiled_at") or profiled_at})  # fmt: skip
         return {**section, "kernels": kernels}
 

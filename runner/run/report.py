@@ -27,6 +27,13 @@ class WorkloadRecord:
     ncu: dict[str, Any] | None = None
 
     @property
+    def signature(self) -> dict[str, Any] | None:
+        """What its passing check on a GPU recorded of the launch ncu profiles
+        (runner.worker.launch_record; {"unavailable": why} where it could not)."""
+        result = self.check.result if self.check is not None else None
+        return (result or {}).get("signature")
+
+    @property
     def passed(self) -> bool:
         return (
             self.check is not None
@@ -109,7 +116,9 @@ def workload_section(record: WorkloadRecord) -> dict[str, Any]:
         out["status"] = {"timeout": "timeout", "crashed": "crashed"}.get(check.status, "failed")
         out["error"] = check.error[-8000:]
     else:
-        out["correctness"] = check.result
+        result = check.result
+        out["correctness"] = {k: v for k, v in result.items() if k != "signature"} \
+            if result else result  # fmt: skip
         out["status"] = "ok" if record.passed else "correctness_failed"
         if not record.passed:
             error = check.result.get("error_norm") if check.result else None

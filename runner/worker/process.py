@@ -31,6 +31,7 @@ from runner.host.checks import cuda_version
 from runner.measure.sampling import time_workload, timing_inputs, workload_method
 from runner.measure.timers import make_timers
 from runner.suite.load import SuiteError, Timing, load_suite
+from runner.worker import launch_record
 from runner.worker.arrays import to_host
 
 
@@ -147,14 +148,21 @@ def normalize_check(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def handlers(
-    config: dict[str, Any], ranges: Any, workloads: dict[str, Any]
+    config: dict[str, Any], ranges: Any, workloads: dict[str, Any], recorder: Any = None
 ) -> Callable[[Any, int], dict[str, Any]]:
     """What the worker does to one workload (and its index in the run) in this mode."""
     mode, device = config["mode"], config["device"]
     seed = int(config.get("seed", 0))
     if mode == "check":
         check = _import(config["check"]) if config.get("check") else None
-        return lambda w, _: normalize_check(check(w) if check else generic_check(w, seed))
+
+        def checked(w: Any, _: int) -> dict[str, Any]:
+            result = normalize_check(check(w) if check else generic_check(w, seed))
+            if device == "cuda" and result["passed"]:
+                result["signature"] = launch_record.launch_signature(w, recorder, bool(check))
+            return result
+
+        return checked
     if mode == "time":
         timing = Timing(**config.get("timing", {}))
         timers = make_timers(device)
@@ -288,6 +296,9 @@ def main(config_path: str) -> int:
     config = json.loads(Path(config_path).read_text())
     protocol = Protocol()
     ranges, handle = None, None
+    # Before anything loads a module: CUPTI hands each loaded module to the recorder.
+    recorder = launch_record.recorder_or_why() \
+        if config["mode"] == "check" and config["device"] == "cuda" else None  # fmt: skip
     if config.get("wait"):
         ranges = _nvtx(config["device"])
         handle = warm_up(config, ranges)
@@ -310,7 +321,7 @@ def main(config_path: str) -> int:
     if ranges is None:
         ranges = _nvtx(config["device"])
     if handle is None:
-        handle = handlers(config, ranges, workloads)
+        handle = handlers(config, ranges, workloads, recorder)
     for index, wid in enumerate(config["ids"]):
         protocol.send(event="start", id=wid)
         try:

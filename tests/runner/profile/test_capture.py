@@ -254,11 +254,9 @@ def suite_repository(tmp_path: Path) -> tuple[Path, Path]:
     return repo, build
 
 
-def test_a_second_commit_with_the_same_code_reuses_every_section(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
-) -> None:
-    from runner.profile.reuse import ProfileReuse
-
+def exporting_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str) -> Path:
+    """A fake ncu that writes a report and exports `export`; each call's arguments are a line
+    of the file returned."""
     (tmp_path / "export.csv").write_text(export)
     calls = tmp_path / "calls"
     body = f"""\
@@ -270,6 +268,15 @@ case "$*" in
 esac
 """
     monkeypatch.setenv("KERNELWATCH_NCU", fake_ncu(tmp_path, body))
+    return calls
+
+
+def test_a_second_commit_with_the_same_code_reuses_every_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    from runner.profile.reuse import ProfileReuse
+
+    calls = exporting_ncu(tmp_path, monkeypatch, export)
     repo, build = suite_repository(tmp_path)
     runs = []
     for _ in range(2):
@@ -470,3 +477,52 @@ esac
     assert [e["profiled_at"] for e in entries] == ["a" * 40, "b" * 40]
     assert entries[0]["determinants"] == entries[1]["determinants"]
     assert not (tmp_path / "cache" / "ncu-profiles").exists()  # nothing kept either
+
+
+def signature_of(wid: str, checksum: str = "d1") -> dict:
+    """A check worker's signature of workload `wid` (runner.worker.launch_record)."""
+    return {"kernels": [{"kernel": f"k_{wid}", "grid": [8, 1, 1], "block": [128, 1, 1],
+                         "dynamic_shared": 0, "static_shared": 0, "registers": 20}],
+            "code": {f"k_{wid}": "c"}, "written": {},
+            "inputs": {"x": {"shape": [4], "dtype": "float32", "sha256": checksum}},
+            "scalars": {}, "launch_code": "l"}  # fmt: skip
+
+
+def test_a_commit_that_changed_python_only_reuses_every_launch_with_its_signature(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    """The module every workload imports is edited at each commit: by the files every section
+    is stale, by the launches' signatures none is, but the one whose inputs changed."""
+    from runner.profile.reuse import ProfileReuse
+
+    calls = exporting_ncu(tmp_path, monkeypatch, export)
+    repo, build = suite_repository(tmp_path)
+    runs = []
+    for n, checksums in enumerate(({}, {}, {"adamw[c]": "d2"})):
+        (repo / "workloads.py").write_text(f"N = {n}  # every workload imports this\n")
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam",
+                        f"c{n}"], cwd=repo, check=True, capture_output=True)  # fmt: skip
+        recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None,
+                                signature=signature_of(w, checksums.get(w, "d1")))
+                for w in IDS]  # fmt: skip
+        lines: list[str] = []
+        reuse = ProfileReuse(tmp_path / "cache", repo, build, f"{n}" * 40, HOST, {})
+        profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {}, reuse,
+                                      start=False)  # fmt: skip
+        assert profiling.planned == IDS  # by the commit's files, every section is stale
+        profiling.capture(recs, QUIET, lines.append, lambda: None)
+        passes = [ln for ln in calls.read_text().splitlines() if "--import" not in ln]
+        runs.append((recs, lines, len(passes)))
+    (first, _, passes_1), (second, lines_2, passes_2), (third, lines_3, passes_3) = runs
+    assert (passes_1, passes_2) == (1, 1)  # the second commit started no ncu pass
+    assert any("of 0 workloads profiled, 4 reused (unchanged since an earlier commit, 4 of "
+               "them by their launch)" in ln for ln in lines_2)  # fmt: skip
+    for a, b in zip(first, second, strict=True):
+        assert b.ncu["kernels"] == a.ncu["kernels"]
+        assert b.ncu["reason"].startswith("reused: profiled at commit 000000000000")
+    assert passes_3 == 2  # one more pass, for the workload whose inputs changed
+    assert any("profiling adamw[c] (the inputs)" in ln for ln in lines_3)
+    assert any("of 1 workloads profiled, 3 reused" in ln for ln in lines_3)
+    profiled = {r.info["id"]: r.ncu["kernels"][0]["profiled_at"] for r in third}
+    assert profiled == {"gemm[a]": "0" * 40, "cublas[b]": "0" * 40, "adamw[c]": "2" * 40,
+                        "gemm[d]": "0" * 40}  # fmt: skip

@@ -1,0 +1,234 @@
+"""What one launch of a workload ran on the GPU, as a check worker sees it: the signature that
+decides whether an earlier commit's ncu section still holds (runner.profile.launch_key).
+
+- The kernels, in order, with their launch configuration (grid, block, dynamic and static shared
+  memory, registers per thread), from CUPTI's kernel activity records of one launch.
+- The code of each kernel, from the modules the process loaded: CUPTI calls back on every module
+  load (cuModuleLoad* from CuPy, NVRTC, Triton; the runtime's lazily loaded fatbins of an
+  extension or a library) with the module's image, and runner.profile.cubin hashes each kernel's
+  own sections in it. A kernel found in no loaded image has no known code.
+- The inputs: every array the instance holds (attributes that are NumPy or CuPy arrays or torch
+  tensors), its shape, dtype and checksum (runner.worker.checksums) taken before the launch; an
+  array the launch wrote (its checksum moved) is an output or scratch space, kept by shape and
+  dtype only: what it held before does not decide what the kernels do.
+- The instance's plain attributes (numbers, strings: scalars a launch may pass) and the code of
+  its `launch` method (constants written into it).
+
+The instance is prepared as the profile worker prepares it (seed 0, its inputs drawn where a
+timing process draws them: runner.measure.sampling), so the signature describes the launch ncu
+profiles. Anything CUPTI does not give (no cupti-python, a record without a field, an image that
+cannot be read) makes the signature unavailable, with the reason: the run then falls back to the
+commit's files (runner.profile.reuse), never to a guess.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from typing import Any
+
+from runner.profile import cubin
+from runner.worker.checksums import checksum
+
+LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then the C API's)
+    "grid": (("grid_x", "gridX"), ("grid_y", "gridY"), ("grid_z", "gridZ")),
+    "block": (("block_x", "blockX"), ("block_y", "blockY"), ("block_z", "blockZ")),
+    "dynamic_shared": (("dynamic_shared_memory", "dynamicSharedMemory"),),
+    "static_shared": (("static_shared_memory", "staticSharedMemory"),),
+    "registers": (("registers_per_thread", "registersPerThread"),),
+}
+PLAIN = (bool, int, float, str, type(None))
+
+
+class Unavailable(Exception):
+    """A part of the signature CUPTI did not give; the message says which."""
+
+
+def _field(record: Any, names: tuple[str, ...]) -> int:
+    for name in names:
+        value = getattr(record, name, None)
+        if value is not None:
+            return int(value)
+    raise Unavailable(f"CUPTI's kernel record has no {names[0]}")
+
+
+def launch_config(record: Any) -> dict[str, Any]:
+    """One kernel record as the signature keeps it."""
+    out: dict[str, Any] = {"kernel": str(record.name)}
+    for key, fields in LAUNCH_FIELDS.items():
+        values = [_field(record, names) for names in fields]
+        out[key] = values if len(values) > 1 else values[0]
+    return out
+
+
+def image_code(image: bytes) -> dict[str, str]:
+    """Kernel (mangled) name -> the hash of its code in a loaded image: per kernel in a cubin;
+    for an image that is not one (PTX, a fatbin), the whole image's hash under the names that
+    appear in it is left to `code_of`."""
+    return cubin.kernel_hashes(image) or {}
+
+
+def code_of(kernel: str, images: list[tuple[dict[str, str], bytes]], fresh: int = 0) -> str | None:
+    """The hash of `kernel`'s code in the images loaded so far: in those the workload loaded
+    itself (from index `fresh` on: a variant compiled for it, under a name other workloads'
+    variants share) where one holds it, else in every earlier one that does (two versions
+    loaded in one process are both keys); None where no image holds it."""
+    own = _code_in(kernel, images[fresh:])
+    return own if own is not None or not fresh else _code_in(kernel, images[:fresh])
+
+
+def _code_in(kernel: str, images: list[tuple[dict[str, str], bytes]]) -> str | None:
+    found = sorted({hashes[kernel] for hashes, _ in images if kernel in hashes})
+    if not found:
+        needle = kernel.encode()
+        found = sorted({hashlib.sha256(raw).hexdigest() for hashes, raw in images
+                        if not hashes and needle in raw})  # fmt: skip
+    return "+".join(found) if found else None
+
+
+def arrays_of(instance: Any) -> dict[str, Any]:
+    """The instance's attributes that are arrays, by name."""
+    from runner.worker.checksums import kind
+
+    return {k: v for k, v in sorted(vars(instance).items()) if kind(v) is not None}
+
+
+def scalars_of(instance: Any) -> dict[str, str]:
+    return {k: repr(v) for k, v in sorted(vars(instance).items()) if isinstance(v, PLAIN)}
+
+
+def method_code(instance: Any, name: str = "launch") -> str | None:
+    """A digest of a method's bytecode, constants and names (no line numbers)."""
+    code = getattr(getattr(type(instance), name, None), "__code__", None)
+    if code is None:
+        return None
+    parts = [code.co_code, repr(code.co_consts).encode(), repr(code.co_names).encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+class LaunchRecorder:
+    """CUPTI's module-load callbacks for the whole process (subscribed before any module loads)
+    and its kernel records around one launch."""
+
+    def __init__(self) -> None:
+        from cupti import cupti
+
+        self.cupti = cupti
+        self.images: list[tuple[dict[str, str], bytes]] = []
+        self.records: list[Any] = []
+        self.problem = ""
+        self.subscriber = cupti.subscribe(self._on_callback, None)
+        domain = cupti.CallbackDomain.RESOURCE
+        cupti.enable_callback(1, self.subscriber, domain,
+                              cupti.CallbackIdResource.MODULE_LOADED)  # fmt: skip
+        cupti.activity_register_callbacks(self._requested, self._completed)
+
+    def _on_callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        try:
+            image = self._image(cbdata)
+            self.images.append((image_code(image), image))
+        except Exception as exc:  # a callback must not raise into the driver
+            self.problem = f"a loaded module could not be read ({type(exc).__name__}: {exc})"
+
+    @staticmethod
+    def _image(cbdata: Any) -> bytes:
+        """The module's image from CUpti_ResourceData -> CUpti_ModuleResourceData."""
+        descriptor = getattr(cbdata, "resource_descriptor", None)
+        if descriptor is None:  # a bare pointer to CUpti_ResourceData
+            descriptor = ctypes.c_void_p.from_address(int(cbdata) + 16).value
+        if not descriptor:
+            raise Unavailable("no module data")
+        size = ctypes.c_size_t.from_address(int(descriptor) + 8).value
+        pointer = ctypes.c_void_p.from_address(int(descriptor) + 16).value
+        if not size or not pointer:
+            raise Unavailable("an empty module image")
+        return ctypes.string_at(pointer, size)
+
+    def _requested(self) -> tuple[int, int]:
+        return 4 << 20, 0
+
+    def _completed(self, activities: list[Any]) -> None:
+        kind = int(self.cupti.ActivityKind.CONCURRENT_KERNEL)
+        self.records += [a for a in activities if int(a.kind) == kind]
+
+    def kernels_of(self, launch: Any, synchronize: Any) -> list[dict[str, Any]]:
+        """The launch configuration of every kernel `launch()` ran, in order."""
+        synchronize()
+        self.cupti.activity_flush_all(1)
+        self.records = []
+        self.cupti.activity_enable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
+        try:
+            launch()
+            synchronize()
+        finally:
+            self.cupti.activity_disable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
+            self.cupti.activity_flush_all(1)
+        return [launch_config(r) for r in sorted(self.records, key=lambda r: int(r.start))]
+
+
+def signature(
+    instance: Any, recorder: LaunchRecorder, synchronize: Any, fresh: int = 0
+) -> dict[str, Any]:
+    """What decides the counters of `instance.launch()` (module docstring); `fresh`: the number
+    of images loaded before the instance was prepared. Raises Unavailable with the reason
+    where a part cannot be known."""
+    if recorder.problem:
+        raise Unavailable(recorder.problem)
+    arrays = arrays_of(instance)
+    before = {k: checksum(v) for k, v in arrays.items()}
+    kernels = recorder.kernels_of(instance.launch, synchronize)
+    after = {k: checksum(v) for k, v in arrays_of(instance).items()}
+    if not kernels:
+        raise Unavailable("CUPTI recorded no kernel of the launch")
+    code = {k["kernel"]: code_of(k["kernel"], recorder.images, fresh) for k in kernels}
+    unknown = sorted(k for k, c in code.items() if c is None)
+    if unknown:
+        raise Unavailable(f"no loaded module holds the code of {', '.join(unknown[:3])}")
+    inputs, written = {}, {}
+    for name, was in before.items():
+        now = after.get(name)
+        if now == was:
+            inputs[name] = was
+        elif was is not None:
+            written[name] = {"shape": was["shape"], "dtype": was["dtype"]}
+    return {"kernels": kernels, "code": code, "inputs": inputs, "written": written,
+            "scalars": scalars_of(instance), "launch_code": method_code(instance)}  # fmt: skip
+
+
+def _one_line(exc: BaseException) -> str:
+    """The exception's kind and the first line it says (what a log line has room for)."""
+    first = next(iter(str(exc).strip().splitlines()), "")
+    return f"{type(exc).__name__} ({first})" if first else type(exc).__name__
+
+
+def recorder_or_why() -> LaunchRecorder | str:
+    """A check worker's recorder, subscribed before the process loads any module; or the
+    reason there is none."""
+    try:
+        return LaunchRecorder()
+    except Exception as exc:  # no cupti-python, or CUPTI refused: reuse falls back to the files
+        return f"no CUPTI recorder ({_one_line(exc)})"
+
+
+def launch_signature(w: Any, recorder: LaunchRecorder | str | None, own_check: bool) -> dict:
+    """The signature of the launch ncu profiles (the workload prepared as the profile worker
+    prepares it: seed 0, inputs where a timing process draws them), or {"unavailable": why}."""
+    if own_check:
+        return {"unavailable": "the suite checks with its own function"}
+    if not isinstance(recorder, LaunchRecorder):
+        return {"unavailable": recorder or "no CUPTI recorder"}
+    import cupy
+
+    from runner.measure.sampling import prepare, timing_inputs
+
+    try:
+        loaded = len(recorder.images)  # what this workload loads itself comes after
+        instance = prepare(w, 0, timing_inputs("cuda"))
+        try:
+            return signature(instance, recorder, cupy.cuda.Device().synchronize, loaded)
+        finally:
+            instance.close()
+    except Unavailable as exc:
+        return {"unavailable": str(exc)}
+    except Exception as exc:  # the check passed: a signature is never worth failing it
+        return {"unavailable": f"the signature's launch failed ({_one_line(exc)})"}

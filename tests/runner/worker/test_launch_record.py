@@ -1,0 +1,153 @@
+"""runner.worker.launch_record on plain data: CUPTI's records and loaded images as CUPTI hands
+them (stand-ins for its objects), real cubins, NumPy arrays for the instance's. The recorder's
+CUPTI side runs in tests/runner/worker/test_launch_record_gpu.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from runner.profile import cubin
+from runner.worker.launch_record import (
+    Unavailable,
+    code_of,
+    image_code,
+    launch_config,
+    method_code,
+    signature,
+)
+
+CUBINS = Path(__file__).parents[1] / "fixtures" / "cubin"
+
+
+def record(name: str = "ka", **fields: int) -> SimpleNamespace:
+    values = {"grid_x": 64, "grid_y": 1, "grid_z": 1, "block_x": 256, "block_y": 1,
+              "block_z": 1, "dynamic_shared_memory": 0, "static_shared_memory": 1024,
+              "registers_per_thread": 32, "start": 0}  # fmt: skip
+    return SimpleNamespace(name=name, **{**values, **fields})
+
+
+def test_a_kernel_record_gives_its_launch_configuration_under_either_naming() -> None:
+    assert launch_config(record(grid_x=8, dynamic_shared_memory=512)) == {
+        "kernel": "ka", "grid": [8, 1, 1], "block": [256, 1, 1], "dynamic_shared": 512,
+        "static_shared": 1024, "registers": 32,
+    }  # fmt: skip
+    c_names = SimpleNamespace(name="kb", gridX=2, gridY=3, gridZ=1, blockX=32, blockY=4,
+                              blockZ=1, dynamicSharedMemory=0, staticSharedMemory=0,
+                              registersPerThread=16)  # fmt: skip
+    assert launch_config(c_names)["grid"] == [2, 3, 1]
+    incomplete = SimpleNamespace(name="kc", grid_x=1, grid_y=1, grid_z=1)
+    with pytest.raises(Unavailable, match="block_x"):
+        launch_config(incomplete)
+
+
+def images(*names: str) -> list[tuple[dict[str, str], bytes]]:
+    out = []
+    for name in names:
+        raw = (CUBINS / f"{name}.cubin").read_bytes()
+        out.append((image_code(raw), raw))
+    return out
+
+
+def test_a_kernels_code_is_its_own_sections_in_the_loaded_image_that_defines_it() -> None:
+    kernels = cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes())
+    ka, kb = sorted(kernels)  # the cubin's (mangled) entry names
+    before, after = images("two_kernels"), images("kb_changed")
+    assert code_of(ka, before) == code_of(ka, after)  # the other kernel changed, not this one
+    assert code_of(kb, before) != code_of(kb, after)
+    assert code_of("never_loaded", before) is None
+    # Both versions loaded in one process: the key names both, never one of them by chance.
+    both = code_of(kb, before + after)
+    assert both is not None and both != code_of(kb, before) and code_of(kb, before) in both
+    # An image that is no cubin (PTX, a fatbin): the whole image where the name appears.
+    ptx = b".version 8.0\n.target sm_90\n.entry jit_kernel()"
+    assert code_of("jit_kernel", [({}, ptx)]) is not None
+    assert code_of("jit_kernel", [({}, ptx)]) != code_of("jit_kernel", [({}, ptx + b" ")])
+
+
+class Instance:
+    """A workload instance: an input, a pristine copy, an output the launch writes, scratch."""
+
+    def __init__(self, n: int = 4096, scale: float = 2.0) -> None:
+        self.x = np.arange(n, dtype=np.float32)
+        self.x0 = self.x.copy()
+        self.out = np.full(n, np.nan, np.float32)
+        self.scratch = np.empty(n // 64, np.float32)
+        self.scale, self.name = scale, "saxpy"
+
+    def launch(self) -> None:
+        self.out[:] = self.x * self.scale
+        self.scratch[:] = 1.0
+
+
+class Recorder:
+    """What LaunchRecorder gives `signature`: CUPTI's records of the launch, the images."""
+
+    def __init__(self, records: list[Any], loaded: list[tuple[dict[str, str], bytes]]) -> None:
+        self.records, self.images, self.problem = records, loaded, ""
+
+    def kernels_of(self, launch: Any, synchronize: Any) -> list[dict[str, Any]]:
+        launch()
+        synchronize()
+        return [launch_config(r) for r in self.records]
+
+
+def test_the_signature_keys_inputs_by_content_and_what_the_launch_wrote_by_shape() -> None:
+    ka = sorted(cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes()))[0]
+    recorder = Recorder([record(ka)], images("two_kernels"))
+    first = signature(Instance(), recorder, lambda: None)
+    assert set(first["inputs"]) == {"x", "x0"}  # unchanged by the launch: what it computes from
+    assert set(first["written"]) == {"out", "scratch"}
+    assert first["written"]["scratch"] == {"shape": [64], "dtype": "float32"}
+    assert first["scalars"] == {"name": "'saxpy'", "scale": "2.0"}
+    assert first["kernels"][0]["kernel"] == ka and first["code"][ka]
+    # Scratch that held other garbage before the launch: the same signature.
+    again = Instance()
+    again.scratch[:] = -7.0
+    assert signature(again, recorder, lambda: None) == first
+    changed = Instance()
+    changed.x[5] += 1.0
+    assert signature(changed, recorder, lambda: None)["inputs"] != first["inputs"]
+    assert signature(Instance(scale=3.0), recorder, lambda: None)["scalars"] != first["scalars"]
+
+
+def test_a_signature_that_cannot_be_known_says_why() -> None:
+    with pytest.raises(Unavailable, match="no kernel"):
+        signature(Instance(), Recorder([], images("two_kernels")), lambda: None)
+    with pytest.raises(Unavailable, match="no loaded module holds the code of mystery"):
+        signature(Instance(), Recorder([record("mystery")], images("two_kernels")), lambda: None)
+    broken = Recorder([record("ka")], images("two_kernels"))
+    broken.problem = "a loaded module could not be read (ValueError: x)"
+    with pytest.raises(Unavailable, match="could not be read"):
+        signature(Instance(), broken, lambda: None)
+
+
+def test_the_launch_methods_code_is_its_bytecode_and_constants_not_its_lines() -> None:
+    class A:
+        def launch(self) -> float:
+            return 0.5
+
+    class B:
+        def launch(self) -> float:
+
+            return 0.5
+
+    class C:
+        def launch(self) -> float:
+            return 0.25
+
+    assert method_code(A()) == method_code(B())  # moved a line down: the same code
+    assert method_code(A()) != method_code(C())
+    assert method_code(object()) is None
+
+
+def test_a_variant_the_workload_loaded_itself_is_its_code_not_others_of_that_name() -> None:
+    kb = sorted(cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes()))[1]
+    earlier, own = images("two_kernels"), images("kb_changed")
+    loaded = earlier + own  # another workload's variant first, then this one's
+    assert code_of(kb, loaded, fresh=len(earlier)) == code_of(kb, own)
+    assert code_of(kb, loaded, fresh=len(loaded)) == code_of(kb, loaded)  # loaded none itself
