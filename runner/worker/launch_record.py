@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 from typing import Any
 
 from runner.profile import cubin
@@ -38,6 +39,13 @@ LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then t
     "registers": (("registers_per_thread", "registersPerThread"),),
 }
 PLAIN = (bool, int, float, str, type(None))
+# Off until a GPU run has proved the recorder against the driver's callbacks (issue 33): then
+# the default turns to on. Off, a check records no signature and reuse goes by the files.
+ENABLE_ENV = "KERNELWATCH_LAUNCH_SIGNATURES"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENABLE_ENV, "0").strip().lower() in ("1", "yes", "true", "on")
 
 
 class Unavailable(Exception):
@@ -201,9 +209,11 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__} ({first})" if first else type(exc).__name__
 
 
-def recorder_or_why() -> LaunchRecorder | str:
+def recorder_or_why() -> LaunchRecorder | str | None:
     """A check worker's recorder, subscribed before the process loads any module; or the
-    reason there is none."""
+    reason there is none; None where signatures are off ($KERNELWATCH_LAUNCH_SIGNATURES)."""
+    if not enabled():
+        return None
     try:
         return LaunchRecorder()
     except Exception as exc:  # no cupti-python, or CUPTI refused: reuse falls back to the files
