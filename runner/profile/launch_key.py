@@ -18,8 +18,8 @@ a scalar argument computed inside a helper function from constants of that helpe
 attribute of the instance, not in `launch`'s own code) that changes what a kernel executes
 without changing its code, configuration or inputs.
 
-Where a workload has no signature (no CUPTI, a kernel whose code no loaded module held, a suite
-with its own check function) the section is looked up by the commit's files as before
+Where a workload has no signature (signatures off, no CUPTI, a kernel whose code no loaded
+module held) the section is looked up by the commit's files as before
 (runner.profile.reuse): never by a guess.
 """
 

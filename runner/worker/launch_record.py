@@ -220,11 +220,10 @@ def recorder_or_why() -> LaunchRecorder | str | None:
         return f"no CUPTI recorder ({_one_line(exc)})"
 
 
-def launch_signature(w: Any, recorder: LaunchRecorder | str | None, own_check: bool) -> dict:
+def launch_signature(w: Any, recorder: LaunchRecorder | str | None) -> dict:
     """The signature of the launch ncu profiles (the workload prepared as the profile worker
-    prepares it: seed 0, inputs where a timing process draws them), or {"unavailable": why}."""
-    if own_check:
-        return {"unavailable": "the suite checks with its own function"}
+    prepares it: seed 0, inputs where a timing process draws them, whatever the check did), or
+    {"unavailable": why}."""
     if not isinstance(recorder, LaunchRecorder):
         return {"unavailable": recorder or "no CUPTI recorder"}
     import cupy

@@ -159,7 +159,7 @@ def handlers(
         def checked(w: Any, _: int) -> dict[str, Any]:
             result = normalize_check(check(w) if check else generic_check(w, seed))
             if recorder is not None and result["passed"]:  # a check on a GPU, signatures on
-                result["signature"] = launch_record.launch_signature(w, recorder, bool(check))
+                result["signature"] = launch_record.launch_signature(w, recorder)
             return result
 
         return checked
