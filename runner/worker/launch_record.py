@@ -48,6 +48,13 @@ def enabled() -> bool:
     return os.environ.get(ENABLE_ENV, "0").strip().lower() in ("1", "yes", "true", "on")
 
 
+class _ModuleData(ctypes.Structure):
+    """CUpti_ModuleResourceData (cupti_callbacks.h): the image may hold NUL bytes."""
+
+    _fields_ = [("module_id", ctypes.c_uint32), ("size", ctypes.c_size_t),
+                ("image", ctypes.c_void_p)]  # fmt: skip
+
+
 class Unavailable(Exception):
     """A part of the signature CUPTI did not give; the message says which."""
 
@@ -123,7 +130,7 @@ class LaunchRecorder:
 
         self.cupti = cupti
         self.images: list[tuple[dict[str, str], bytes]] = []
-        self.records: list[Any] = []
+        self.records: list[tuple[int, dict[str, Any]]] = []  # (start, launch configuration)
         self.problem = ""
         self.subscriber = cupti.subscribe(self._on_callback, None)
         domain = cupti.CallbackDomain.RESOURCE
@@ -138,26 +145,31 @@ class LaunchRecorder:
         except Exception as exc:  # a callback must not raise into the driver
             self.problem = f"a loaded module could not be read ({type(exc).__name__}: {exc})"
 
-    @staticmethod
-    def _image(cbdata: Any) -> bytes:
-        """The module's image from CUpti_ResourceData -> CUpti_ModuleResourceData."""
-        descriptor = getattr(cbdata, "resource_descriptor", None)
-        if descriptor is None:  # a bare pointer to CUpti_ResourceData
-            descriptor = ctypes.c_void_p.from_address(int(cbdata) + 16).value
-        if not descriptor:
+    def _image(self, cbdata: Any) -> bytes:
+        """A copy of the module's image: CUpti_ResourceData (cupti-python may hand over its
+        address instead) -> its CUpti_ModuleResourceData, valid only during the callback."""
+        if not hasattr(cbdata, "resource_descriptor"):
+            cbdata = self.cupti.ResourceData.from_ptr(int(cbdata), owner=self)
+        if not cbdata.resource_descriptor:
             raise Unavailable("no module data")
-        size = ctypes.c_size_t.from_address(int(descriptor) + 8).value
-        pointer = ctypes.c_void_p.from_address(int(descriptor) + 16).value
-        if not size or not pointer:
+        module = _ModuleData.from_address(int(cbdata.resource_descriptor))
+        if not module.image or not module.size:
             raise Unavailable("an empty module image")
-        return ctypes.string_at(pointer, size)
+        return ctypes.string_at(module.image, module.size)
 
     def _requested(self) -> tuple[int, int]:
         return 4 << 20, 0
 
     def _completed(self, activities: list[Any]) -> None:
+        # A record is read here, while its buffer is CUPTI's to hand over.
         kind = int(self.cupti.ActivityKind.CONCURRENT_KERNEL)
-        self.records += [a for a in activities if int(a.kind) == kind]
+        for a in activities:
+            if int(a.kind) != kind:
+                continue
+            try:
+                self.records.append((int(a.start), launch_config(a)))
+            except Unavailable as exc:
+                self.problem = str(exc)
 
     def kernels_of(self, launch: Any, synchronize: Any) -> list[dict[str, Any]]:
         """The launch configuration of every kernel `launch()` ran, in order."""
@@ -171,7 +183,9 @@ class LaunchRecorder:
         finally:
             self.cupti.activity_disable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
             self.cupti.activity_flush_all(1)
-        return [launch_config(r) for r in sorted(self.records, key=lambda r: int(r.start))]
+        if self.problem:
+            raise Unavailable(self.problem)
+        return [config for _, config in sorted(self.records, key=lambda r: r[0])]
 
 
 def signature(
