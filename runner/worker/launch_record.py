@@ -7,12 +7,13 @@ decides whether an earlier commit's ncu section still holds (runner.profile.laun
   load (cuModuleLoad* from CuPy, NVRTC, Triton; the runtime's lazily loaded fatbins of an
   extension or a library) with the module's image, and runner.profile.cubin hashes each kernel's
   own sections in it. A kernel found in no loaded image has no known code.
-- The inputs: every array the instance holds (attributes that are NumPy or CuPy arrays or torch
-  tensors), its shape, dtype and checksum (runner.worker.checksums) taken before the launch; an
-  array the launch wrote (its checksum moved) is an output or scratch space, kept by shape and
-  dtype only: what it held before does not decide what the kernels do.
-- The instance's plain attributes (numbers, strings: scalars a launch may pass) and the code of
-  its `launch` method (constants written into it).
+- The inputs: every array the instance holds (NumPy or CuPy arrays, torch tensors, as attributes
+  or in its dicts, lists and objects of the suite's own package: `held`), its shape, dtype and
+  checksum (runner.worker.checksums) taken before the launch; an array the launch wrote (its
+  checksum moved) is an output or scratch space, kept by shape and dtype only: what it held
+  before does not decide what the kernels do.
+- The plain values it holds the same way (numbers, strings: scalars a launch may pass, a seed)
+  and the code of its `launch` method (constants written into it).
 
 The instance is prepared as the profile worker prepares it (seed 0, its inputs drawn where a
 timing process draws them: runner.measure.sampling), so the signature describes the launch ncu
@@ -29,7 +30,7 @@ import os
 from typing import Any
 
 from runner.profile import cubin
-from runner.worker.checksums import checksum
+from runner.worker.checksums import checksum, kind
 
 LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then the C API's)
     "grid": (("grid_x", "gridX"), ("grid_y", "gridY"), ("grid_z", "gridZ")),
@@ -39,6 +40,8 @@ LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then t
     "registers": (("registers_per_thread", "registersPerThread"),),
 }
 PLAIN = (bool, int, float, str, type(None))
+MAX_DEPTH = 4  # containers and own objects read below an attribute
+MAX_HELD = 4096
 # Off until a GPU run has proved the recorder against the driver's callbacks (issue 33): then
 # the default turns to on. Off, a check records no signature and reuse goes by the files.
 ENABLE_ENV = "KERNELWATCH_LAUNCH_SIGNATURES"
@@ -101,15 +104,46 @@ def _code_in(kernel: str, images: list[tuple[dict[str, str], bytes]]) -> str | N
     return "+".join(found) if found else None
 
 
-def arrays_of(instance: Any) -> dict[str, Any]:
-    """The instance's attributes that are arrays, by name."""
-    from runner.worker.checksums import kind
+def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """The arrays and the plain values (numbers, strings) the instance holds, by path: its
+    attributes, what dicts, lists and tuples among them hold, and the attributes of objects of
+    the suite's own package (a `dev` dict of inputs, an optimizer group's state), MAX_DEPTH
+    deep; an array held twice counts once, under its first path in sorted order. Objects of
+    other packages (a module, a library's handle, a compiled function) are not read."""
+    home = type(instance).__module__.split(".")[0]
+    arrays: dict[str, Any] = {}
+    plain: dict[str, str] = {}
+    seen: set[int] = set()
 
-    return {k: v for k, v in sorted(vars(instance).items()) if kind(v) is not None}
+    def walk(path: str, value: Any, depth: int) -> None:
+        if isinstance(value, PLAIN):
+            plain[path] = repr(value)
+            return
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if kind(value) is not None:
+            arrays[path] = value
+            return
+        if depth == 0:
+            return
+        if isinstance(value, dict):
+            items = sorted((str(k), v) for k, v in value.items())
+        elif isinstance(value, (list, tuple)):
+            items = [(str(i), v) for i, v in enumerate(value)]
+        elif (type(value).__module__.split(".")[0] == home and hasattr(value, "__dict__")
+              and not isinstance(value, type)):  # fmt: skip
+            items = sorted(vars(value).items())
+        else:
+            return
+        for key, item in items:
+            walk(f"{path}.{key}", item, depth - 1)
+        if len(arrays) + len(plain) > MAX_HELD:
+            raise Unavailable(f"the instance holds more than {MAX_HELD} arrays and values")
 
-
-def scalars_of(instance: Any) -> dict[str, str]:
-    return {k: repr(v) for k, v in sorted(vars(instance).items()) if isinstance(v, PLAIN)}
+    for name, value in sorted(vars(instance).items()):
+        walk(name, value, MAX_DEPTH)
+    return arrays, plain
 
 
 def method_code(instance: Any, name: str = "launch") -> str | None:
@@ -196,10 +230,10 @@ def signature(
     where a part cannot be known."""
     if recorder.problem:
         raise Unavailable(recorder.problem)
-    arrays = arrays_of(instance)
+    arrays, scalars = held(instance)
     before = {k: checksum(v) for k, v in arrays.items()}
     kernels = recorder.kernels_of(instance.launch, synchronize)
-    after = {k: checksum(v) for k, v in arrays_of(instance).items()}
+    after = {k: checksum(v) for k, v in held(instance)[0].items()}
     if not kernels:
         raise Unavailable("CUPTI recorded no kernel of the launch")
     code = {k["kernel"]: code_of(k["kernel"], recorder.images, fresh) for k in kernels}
@@ -214,7 +248,7 @@ def signature(
         elif was is not None:
             written[name] = {"shape": was["shape"], "dtype": was["dtype"]}
     return {"kernels": kernels, "code": code, "inputs": inputs, "written": written,
-            "scalars": scalars_of(instance), "launch_code": method_code(instance)}  # fmt: skip
+            "scalars": scalars, "launch_code": method_code(instance)}  # fmt: skip
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,6 +15,7 @@ from runner.profile import cubin
 from runner.worker.launch_record import (
     Unavailable,
     code_of,
+    held,
     image_code,
     launch_config,
     method_code,
@@ -151,3 +152,48 @@ def test_a_variant_the_workload_loaded_itself_is_its_code_not_others_of_that_nam
     loaded = earlier + own  # another workload's variant first, then this one's
     assert code_of(kb, loaded, fresh=len(earlier)) == code_of(kb, own)
     assert code_of(kb, loaded, fresh=len(loaded)) == code_of(kb, loaded)  # loaded none itself
+
+
+class Group:
+    """An object of the test's own package that holds state (as an optimizer group does)."""
+
+    def __init__(self) -> None:
+        self.m = np.zeros(8, np.float32)
+        self.step = 3
+
+
+class Nested:
+    def __init__(self) -> None:
+        x = np.arange(16, dtype=np.float32)
+        self.inputs = {"x": x, "seed": 7}
+        self.dev = {"x": x}  # the same array: counted once
+        self.out = {"y": np.zeros(16, np.float32)}
+        self.parts = [np.ones(4, np.float32)]
+        self.group = Group()
+        self.foreign = SimpleNamespace(hidden=np.ones(2))  # another package's object: not read
+
+    def launch(self) -> None:
+        self.out["y"][:] = self.inputs["x"] * 2
+
+
+def test_arrays_and_values_in_dicts_lists_and_own_objects_are_held() -> None:
+    arrays, plain = held(Nested())
+    assert sorted(arrays) == ["dev.x", "group.m", "out.y", "parts.0"]  # x under its first path
+    assert plain == {"group.step": "3", "inputs.seed": "7"}
+    ka = sorted(cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes()))[0]
+    recorder = Recorder([record(ka)], images("two_kernels"))
+    first = signature(Nested(), recorder, lambda: None)
+    assert set(first["written"]) == {"out.y"}
+    other = Nested()
+    other.inputs["x"][3] = -1.0  # an input held in a dict: another signature
+    assert signature(other, recorder, lambda: None)["inputs"] != first["inputs"]
+    seeded = Nested()
+    seeded.inputs["seed"] = 8
+    assert signature(seeded, recorder, lambda: None)["scalars"] != first["scalars"]
+
+
+def test_an_instance_that_holds_too_much_has_no_signature() -> None:
+    crowded = Nested()
+    crowded.many = {str(i): i for i in range(5000)}
+    with pytest.raises(Unavailable, match="more than 4096"):
+        held(crowded)
