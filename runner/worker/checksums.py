@@ -8,12 +8,13 @@ wrap-around) in blocks of BLOCK words on the array's own device, and only the bl
 of the array) come to the host to be hashed. A change of any word changes its block's sum; words
 moved from one block to another change both. NumPy arrays, CuPy arrays and PyTorch tensors (any
 device, any dtype) are read the same way; anything else is no array (None). Nothing here imports
-CuPy or torch: each value brings its own module.
+torch: a tensor's module is loaded already.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Any
 
 import numpy as np
@@ -53,8 +54,7 @@ def _numpy_like(value: Any, xp: Any) -> bytes:
 
 
 def _torch(value: Any) -> bytes:
-    import torch
-
+    torch = sys.modules["torch"]  # the user's, loaded: the tensor is one (the runner needs none)
     flat = value.detach().contiguous().reshape(-1).view(torch.uint8)
     size = int(flat.shape[0])
     tail = size % 8
