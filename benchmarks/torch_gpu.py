@@ -5,6 +5,8 @@ kernelwatch reports beside the truth.
     python -m benchmarks.torch_gpu --out DIR [--budget 540]
     # ... with the truth an earlier run measured (the commits' code is the same every time):
     python -m benchmarks.torch_gpu --out DIR --truth EARLIER/truth.json
+    # the truth alone (a device call of its own):
+    python -m benchmarks.torch_gpu --truth-only T
     # anywhere, again from what a run saved (--db: as its database says, through a real service):
     python -m benchmarks.torch_gpu --table DIR/torch.json [--db DIR/kernelwatch.db]
 
@@ -229,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", type=Path, help="record on this GPU host; results go here")
     what.add_argument("--table", type=Path, help="print the table of a saved torch.json")
+    what.add_argument(
+        "--truth-only", type=Path, metavar="OUT", help="measure only the truth (OUT/truth.json)"
+    )
     p.add_argument(
         "--budget", type=float, default=540.0, help="wall seconds for the truth and the history"
     )
@@ -242,6 +247,15 @@ def main(argv: list[str] | None = None) -> int:
         "--truth", type=Path, help="with --out: the truth.json of an earlier run (the same code)"
     )
     args = p.parse_args(argv)
+    if args.truth_only:  # the commits' code is the same every time: --truth reads it later
+        shutil.rmtree(args.work, ignore_errors=True)
+        args.work.mkdir(parents=True)
+        started = time.monotonic()
+        truth = measure_truth(args.work, make_repository(args.work / "repo"))
+        args.truth_only.mkdir(parents=True, exist_ok=True)
+        (args.truth_only / "truth.json").write_text(json.dumps(truth, indent=1))
+        log(f"truth measured in {time.monotonic() - started:.0f} s")
+        return 0
     if args.table:
         saved = _load(args.table)
         if args.db:
