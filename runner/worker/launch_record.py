@@ -128,7 +128,8 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
         if depth == 0:
             return
         if isinstance(value, dict):
-            items = sorted((str(k), v) for k, v in value.items())
+            named = ((k if isinstance(k, str) else f"[{k!r}]", v) for k, v in value.items())
+            items = sorted(named, key=lambda kv: kv[0])  # by name alone: values may not compare
         elif isinstance(value, (list, tuple)):
             items = [(str(i), v) for i, v in enumerate(value)]
         elif (type(value).__module__.split(".")[0] == home and hasattr(value, "__dict__")

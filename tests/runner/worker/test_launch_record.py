@@ -197,3 +197,23 @@ def test_an_instance_that_holds_too_much_has_no_signature() -> None:
     crowded.many = {str(i): i for i in range(5000)}
     with pytest.raises(Unavailable, match="more than 4096"):
         held(crowded)
+
+
+def test_signatures_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.worker import launch_record
+
+    monkeypatch.delenv(launch_record.ENABLE_ENV, raising=False)
+    assert launch_record.recorder_or_why() is None  # a check worker records nothing
+    monkeypatch.setenv(launch_record.ENABLE_ENV, "1")
+    assert launch_record.enabled()
+    # Asked for, without CUPTI here: the reason, never an exception into the check.
+    assert isinstance(launch_record.recorder_or_why(), str)
+
+
+def test_dict_keys_that_read_alike_do_not_compare_their_arrays() -> None:
+    class Keys:
+        def __init__(self) -> None:
+            self.d = {1: np.ones(2), "1": np.zeros(2)}
+
+    arrays, _ = held(Keys())
+    assert len(arrays) == 2
