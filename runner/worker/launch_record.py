@@ -183,8 +183,8 @@ class LaunchRecorder:
     def _image(self, cbdata: Any) -> bytes:
         """A copy of the module's image: CUpti_ResourceData (cupti-python may hand over its
         address instead) -> its CUpti_ModuleResourceData, valid only during the callback."""
-        if not hasattr(cbdata, "resource_descriptor"):
-            cbdata = self.cupti.ResourceData.from_ptr(int(cbdata), owner=self)
+        if not hasattr(cbdata, "resource_descriptor"):  # an address (from_ptr has no owner)
+            cbdata = self.cupti.ResourceData.from_ptr(int(getattr(cbdata, "ptr", cbdata)))
         if not cbdata.resource_descriptor:
             raise Unavailable("no module data")
         module = _ModuleData.from_address(int(cbdata.resource_descriptor))

@@ -4,6 +4,7 @@ CUPTI side runs in tests/runner/worker/test_launch_record_gpu.py."""
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +14,9 @@ import pytest
 
 from runner.profile import cubin
 from runner.worker.launch_record import (
+    LaunchRecorder,
     Unavailable,
+    _ModuleData,
     code_of,
     held,
     image_code,
@@ -217,3 +220,36 @@ def test_dict_keys_that_read_alike_do_not_compare_their_arrays() -> None:
 
     arrays, _ = held(Keys())
     assert len(arrays) == 2
+
+
+class _ResourceData(ctypes.Structure):
+    """CUpti_ResourceData (cupti_callbacks.h): a context, a stream, the resource's descriptor."""
+
+    _fields_ = [("context", ctypes.c_void_p), ("stream", ctypes.c_void_p),
+                ("resource_descriptor", ctypes.c_void_p)]  # fmt: skip
+
+
+class _CuptiResourceData:
+    """cupti-python's ResourceData.from_ptr as its stub declares it (an address, `readonly`)."""
+
+    @staticmethod
+    def from_ptr(ptr: int, readonly: bool = False) -> Any:
+        data = _ResourceData.from_address(ptr)
+        return SimpleNamespace(resource_descriptor=data.resource_descriptor or 0)
+
+
+def test_a_loaded_modules_image_is_copied_whole_from_an_object_or_an_address() -> None:
+    image = b"\x7fELF\0kernel\0with NUL bytes\0"
+    buffer = ctypes.create_string_buffer(image, len(image))
+    module = _ModuleData(module_id=7, size=len(image), image=ctypes.addressof(buffer))
+    resource = _ResourceData(resource_descriptor=ctypes.addressof(module))
+    recorder = LaunchRecorder.__new__(LaunchRecorder)
+    recorder.cupti = SimpleNamespace(ResourceData=_CuptiResourceData)
+    as_object = SimpleNamespace(resource_descriptor=ctypes.addressof(module))
+    assert recorder._image(as_object) == image
+    assert recorder._image(ctypes.addressof(resource)) == image  # the address of the data
+    with pytest.raises(Unavailable, match="no module data"):
+        recorder._image(SimpleNamespace(resource_descriptor=0))
+    empty = _ModuleData(module_id=8, size=0, image=None)
+    with pytest.raises(Unavailable, match="empty"):
+        recorder._image(SimpleNamespace(resource_descriptor=ctypes.addressof(empty)))
