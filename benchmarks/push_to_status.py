@@ -2,7 +2,7 @@
 
     # on the GPU host (the service's wheels on PYTHONPATH), the default suite:
     python -m benchmarks.push_to_status [--change kernels/cuda/transpose.cu:transpose_tiled]
-        [--launch-signatures] [--runs-per-kind 1] [--work DIR]
+        [--no-launch-signatures] [--runs-per-kind 1] [--work DIR]
     # any suite, e.g. a CPU one with a CPU agent:
     python -m benchmarks.push_to_status --suite DIR --change 'PATH:OLD=>NEW' --cpu
 
@@ -103,8 +103,8 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
            "KERNELWATCH_DATA_DIR": str(work / "data"), "KERNELWATCH_ALLOW_LOCAL_CLONE_URLS": "1",
            "KERNELWATCH_GITHUB_TOKEN": "ghp_stand_in",
            "KERNELWATCH_GITHUB_API_URL": github.url}  # fmt: skip
-    if args.launch_signatures:
-        env["KERNELWATCH_LAUNCH_SIGNATURES"] = "1"
+    if args.no_launch_signatures:  # reuse of ncu sections by the commit's files alone
+        env["KERNELWATCH_LAUNCH_SIGNATURES"] = "0"
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     py = sys.executable
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs-per-kind", type=int, default=1)
     p.add_argument("--cpu", action="store_true", help="a CPU agent (a CPU suite)")
     p.add_argument("--labels", nargs="*", default=[], help="the runner token's labels")
-    p.add_argument("--launch-signatures", action="store_true",
-                   help="$KERNELWATCH_LAUNCH_SIGNATURES=1 for the agent (issue 33)")  # fmt: skip
+    p.add_argument("--no-launch-signatures", action="store_true",
+                   help="$KERNELWATCH_LAUNCH_SIGNATURES=0 for the agent (issue 33)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for a status")
     p.add_argument("--work", type=Path, default=Path("/tmp/kw-push-to-status"))
     p.add_argument("--out", type=Path, help="write the rows here as JSON")

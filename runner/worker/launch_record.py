@@ -9,9 +9,9 @@ decides whether an earlier commit's ncu section still holds (runner.profile.laun
   own sections in it. A kernel found in no loaded image has no known code.
 - The inputs: every array the instance holds (NumPy or CuPy arrays, torch tensors, as attributes
   or in its dicts, lists and objects of the suite's own package: `held`), its shape, dtype and
-  checksum (runner.worker.checksums) taken before the launch; an array the launch wrote (its
-  checksum moved) is an output or scratch space, kept by shape and dtype only: what it held
-  before does not decide what the kernels do.
+  checksum (runner.worker.checksums) taken before the launch, after the suite's `poison()`;
+  an array the launch wrote (its checksum moved) is an output or scratch space, kept by shape
+  and dtype only: what it held before does not decide what the kernels do.
 - The plain values it holds the same way (numbers, strings: scalars a launch may pass, a seed)
   and the code of its `launch` method (constants written into it).
 
@@ -42,13 +42,13 @@ LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then t
 PLAIN = (bool, int, float, str, type(None))
 MAX_DEPTH = 4  # containers and own objects read below an attribute
 MAX_HELD = 4096
-# Off until a GPU run has proved the recorder against the driver's callbacks (issue 33): then
-# the default turns to on. Off, a check records no signature and reuse goes by the files.
+# On since the recorder ran on an H100 (2026-12-06, issue 33); off, a check records no
+# signature and reuse goes by the files.
 ENABLE_ENV = "KERNELWATCH_LAUNCH_SIGNATURES"
 
 
 def enabled() -> bool:
-    return os.environ.get(ENABLE_ENV, "0").strip().lower() in ("1", "yes", "true", "on")
+    return os.environ.get(ENABLE_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
 
 
 class _ModuleData(ctypes.Structure):
@@ -109,15 +109,18 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
     attributes, what dicts, lists and tuples among them hold, and the attributes of objects of
     the suite's own package (a `dev` dict of inputs, an optimizer group's state), MAX_DEPTH
     deep; an array held twice counts once, under its first path in sorted order. Objects of
-    other packages (a module, a library's handle, a compiled function) are not read."""
+    other packages (a module, a library's handle, a compiled function) are not read. An object
+    of the suite's own package that holds no array is a service, not state (the suite's kernel
+    library and its build: paths and compile seconds that differ with every fresh build, and
+    say of the code only what its hash says): its plain values are left out."""
     home = type(instance).__module__.split(".")[0]
     arrays: dict[str, Any] = {}
     plain: dict[str, str] = {}
     seen: set[int] = set()
 
-    def walk(path: str, value: Any, depth: int) -> None:
+    def walk(path: str, value: Any, depth: int, values: dict[str, str]) -> None:
         if isinstance(value, PLAIN):
-            plain[path] = repr(value)
+            values[path] = repr(value)
             return
         if id(value) in seen:
             return
@@ -127,6 +130,7 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
             return
         if depth == 0:
             return
+        own = values
         if isinstance(value, dict):
             named = ((k if isinstance(k, str) else f"[{k!r}]", v) for k, v in value.items())
             items = sorted(named, key=lambda kv: kv[0])  # by name alone: values may not compare
@@ -134,16 +138,19 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
             items = [(str(i), v) for i, v in enumerate(value)]
         elif (type(value).__module__.split(".")[0] == home and hasattr(value, "__dict__")
               and not isinstance(value, type)):  # fmt: skip
-            items = sorted(vars(value).items())
+            items, own = sorted(vars(value).items()), {}
         else:
             return
+        had = len(arrays)
         for key, item in items:
-            walk(f"{path}.{key}", item, depth - 1)
-        if len(arrays) + len(plain) > MAX_HELD:
+            walk(f"{path}.{key}", item, depth - 1, own)
+        if own is not values and len(arrays) > had:  # an object that holds state: its values
+            values.update(own)
+        if len(arrays) + len(plain) + len(own) > MAX_HELD:
             raise Unavailable(f"the instance holds more than {MAX_HELD} arrays and values")
 
     for name, value in sorted(vars(instance).items()):
-        walk(name, value, MAX_DEPTH)
+        walk(name, value, MAX_DEPTH, plain)
     return arrays, plain
 
 
@@ -231,6 +238,13 @@ def signature(
     where a part cannot be known."""
     if recorder.problem:
         raise Unavailable(recorder.problem)
+    # Outputs filled with the suite's poison first: a fresh output holds whatever its memory
+    # pool handed back, often the result a check just computed in the same blocks, which the
+    # launch leaves unchanged (it would read as an input, with a checksum of chance).
+    poison = getattr(instance, "poison", None)
+    if callable(poison):
+        poison()
+        synchronize()
     arrays, scalars = held(instance)
     before = {k: checksum(v) for k, v in arrays.items()}
     kernels = recorder.kernels_of(instance.launch, synchronize)

@@ -165,6 +165,14 @@ class Group:
         self.step = 3
 
 
+class Library:
+    """A suite's kernel library: its build's paths and seconds differ with every fresh build."""
+
+    def __init__(self, build_dir: str) -> None:
+        self.build = {"dir": build_dir, "compile_s": 0.83, "cubins": {"a.cu": f"{build_dir}/a"}}
+        self.functions = {"ka": object()}
+
+
 class Nested:
     def __init__(self) -> None:
         x = np.arange(16, dtype=np.float32)
@@ -174,6 +182,7 @@ class Nested:
         self.parts = [np.ones(4, np.float32)]
         self.group = Group()
         self.foreign = SimpleNamespace(hidden=np.ones(2))  # another package's object: not read
+        self.lib = Library("/tmp/build-1")
 
     def launch(self) -> None:
         self.out["y"][:] = self.inputs["x"] * 2
@@ -193,6 +202,9 @@ def test_arrays_and_values_in_dicts_lists_and_own_objects_are_held() -> None:
     seeded = Nested()
     seeded.inputs["seed"] = 8
     assert signature(seeded, recorder, lambda: None)["scalars"] != first["scalars"]
+    rebuilt = Nested()
+    rebuilt.lib = Library("/tmp/build-2")  # the same code built afresh elsewhere
+    assert signature(rebuilt, recorder, lambda: None) == first
 
 
 def test_an_instance_that_holds_too_much_has_no_signature() -> None:
@@ -202,14 +214,14 @@ def test_an_instance_that_holds_too_much_has_no_signature() -> None:
         held(crowded)
 
 
-def test_signatures_are_off_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_signatures_are_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from runner.worker import launch_record
 
-    monkeypatch.delenv(launch_record.ENABLE_ENV, raising=False)
+    monkeypatch.setenv(launch_record.ENABLE_ENV, "0")
     assert launch_record.recorder_or_why() is None  # a check worker records nothing
-    monkeypatch.setenv(launch_record.ENABLE_ENV, "1")
+    monkeypatch.delenv(launch_record.ENABLE_ENV, raising=False)
     assert launch_record.enabled()
-    # Asked for, without CUPTI here: the reason, never an exception into the check.
+    # On, without CUPTI here: the reason, never an exception into the check.
     assert isinstance(launch_record.recorder_or_why(), str)
 
 
@@ -253,3 +265,24 @@ def test_a_loaded_modules_image_is_copied_whole_from_an_object_or_an_address() -
     empty = _ModuleData(module_id=8, size=0, image=None)
     with pytest.raises(Unavailable, match="empty"):
         recorder._image(SimpleNamespace(resource_descriptor=ctypes.addressof(empty)))
+
+
+class Pooled(Nested):
+    """An output whose memory still holds the result a check computed in the same blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out["y"][:] = self.inputs["x"] * 2
+
+    def poison(self) -> None:
+        self.out["y"].view(np.uint32).fill(0x7FC00001)
+
+
+def test_an_output_that_held_its_result_already_is_written_once_poisoned() -> None:
+    ka = sorted(cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes()))[0]
+    recorder = Recorder([record(ka)], images("two_kernels"))
+    pooled = signature(Pooled(), recorder, lambda: None)
+    assert set(pooled["written"]) == {"out.y"} and "out.y" not in pooled["inputs"]
+    fresh = Nested()
+    fresh.poison = Pooled.poison.__get__(fresh)  # type: ignore[method-assign]
+    assert signature(fresh, recorder, lambda: None) == pooled
