@@ -183,7 +183,10 @@ class LaunchRecorder:
     def _on_callback(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
         try:
             image = self._image(cbdata)
-            self.images.append((image_code(image), image))
+            hashes = image_code(image)
+            # A cubin is kept as its kernels' hashes alone: a process that loads a library's
+            # modules (torch's) would otherwise hold every image for its lifetime.
+            self.images.append((hashes, b"" if hashes else image))
         except Exception as exc:  # a callback must not raise into the driver
             self.problem = f"a loaded module could not be read ({type(exc).__name__}: {exc})"
 

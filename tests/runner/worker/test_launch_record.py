@@ -286,3 +286,20 @@ def test_an_output_that_held_its_result_already_is_written_once_poisoned() -> No
     fresh = Nested()
     fresh.poison = Pooled.poison.__get__(fresh)  # type: ignore[method-assign]
     assert signature(fresh, recorder, lambda: None) == pooled
+
+
+def test_a_loaded_cubin_is_kept_as_its_kernels_hashes_and_anything_else_whole() -> None:
+    recorder = LaunchRecorder.__new__(LaunchRecorder)
+    recorder.images, recorder.problem = [], ""
+    kept = []
+    for raw in ((CUBINS / "two_kernels.cubin").read_bytes(), b"// PTX .entry kb\0"):
+        buffer = ctypes.create_string_buffer(raw, len(raw))
+        module = _ModuleData(module_id=1, size=len(raw), image=ctypes.addressof(buffer))
+        kept.append(module)
+        recorder._on_callback(
+            None, 3, 6, SimpleNamespace(resource_descriptor=ctypes.addressof(module))
+        )
+    (hashes, none), (nothing, ptx) = recorder.images
+    assert hashes == image_code((CUBINS / "two_kernels.cubin").read_bytes()) and none == b""
+    assert nothing == {} and ptx == b"// PTX .entry kb\0" and not recorder.problem
+    assert code_of("kb", recorder.images) is not None  # found by its name in the image kept whole
