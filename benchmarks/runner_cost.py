@@ -224,14 +224,19 @@ def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
     return [{kernel} if kernel and "=>" not in kernel else set() for kernel in kernels]
 
 
-def compared_runs(kernels: list[str], changed: list[set[str]]) -> tuple[int, int] | None:
-    """The two runs (indices) farthest apart between which none of `kernels` changed, or None.
+def compared_runs(
+    kernels: list[str], changed: list[set[str]], present: list[bool] | None = None
+) -> tuple[int, int] | None:
+    """The two runs (indices) farthest apart between which none of `kernels` changed, or None;
+    only runs where the workload is `present` (a commit that changes its parameters gives it
+    another id: it is absent from that run on).
 
     A changed kernel may really run at another speed (its never-taken branch costs a compare):
     the runs before and after its change are not two measurements of one thing."""
+    present = present or [True] * len(changed)
     versions = enumerate(itertools.accumulate(bool(c & set(kernels)) for c in changed))
     by_version = itertools.groupby(versions, lambda run_version: run_version[1])
-    stretches = [[run for run, _ in same] for _, same in by_version]
+    stretches = [[run for run, _ in same if present[run]] for _, same in by_version]
     longest = max(stretches, key=len)  # the earliest of the longest
     return (longest[0], longest[-1]) if len(longest) > 1 else None
 
@@ -248,9 +253,11 @@ def stability_table(
             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     failures = 0
     for w in docs[0]["workloads"]:
-        pair = compared_runs(w.get("kernels") or [], changed)
+        present = [key(w) in run for run in by_run]
+        pair = compared_runs(w.get("kernels") or [], changed, present)
         if pair is None:
-            rows.append(f"| {key(w)} | - | - | - | - | - | (its kernel changed in each run) | - |")
+            why = "its kernel changed in each run" if all(present) else "in one run only"
+            rows.append(f"| {key(w)} | - | - | - | - | - | ({why}) | - |")
             continue
         i, j = pair
         w1, w2 = by_run[i].get(key(w)), by_run[j].get(key(w))

@@ -85,6 +85,17 @@ def test_stability_judges_each_workload_between_runs_of_its_same_code() -> None:
     assert failures == 1
 
 
+def test_a_workload_whose_parameters_a_commit_changed_is_compared_while_it_is_there() -> None:
+    docs = [_doc({"drop": 100.0, "copy": 100.0}), _doc({"drop": 100.4, "copy": 100.2}),
+            _doc({"drop2": 150.0, "copy": 100.3})]  # run 3: drop's parameter changed  # fmt: skip
+    changed = runner_cost.changed_kernels(["app.py", "workloads.py:a=>b"], 3)
+    rows, failures = runner_cost.stability_table(docs, changed)
+    assert failures == 0
+    assert any(r.startswith("| drop[] | cuda_events | 1 / 2 | 100.00 | 100.40 |") for r in rows)
+    rows, failures = runner_cost.stability_table(docs[::2], changed[::2])
+    assert failures == 0 and any("| drop[] |" in r and "(in one run only)" in r for r in rows)
+
+
 def test_the_stage_table_says_what_ncu_profiled_in_each_run() -> None:
     first = _doc({"gemm": 1.0, "copy": 1.0, "step": 1.0})
     second = _doc({"gemm": 1.0, "copy": 1.0})
