@@ -3,6 +3,7 @@
     python -m benchmarks.runner_cost [--runs 2] [--change PATH ...] [--only REGEX] [--out DIR]
         [--repository-name OWNER/NAME] [--author "Name <email>"] [--message TEXT]
         [--runner-name NAME] [--verbose]
+    python -m benchmarks.runner_cost --reread DIR [--change PATH ...]
 
 Copies this working tree into a temporary git repository (one commit), then runs
 `runner.run.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
@@ -312,7 +313,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runner-name", help="the document's runner name (default: none)")
     parser.add_argument("--verbose", action="store_true", help="print the runs' log lines")
     parser.add_argument("--slowest", type=int, default=15, help="slowest workloads listed")
+    parser.add_argument("--reread", type=Path, metavar="DIR",
+                        help="print the tables of the runs an earlier --out kept (with its "
+                             "--change list), e.g. of a run cut short")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.reread:
+        return reread(args.reread, args.change)
     docs, clocks, totals = [], [], []
     runner = None
     if args.runner_name:
@@ -358,11 +364,43 @@ def main(argv: list[str] | None = None) -> int:
     changed = changed_kernels(args.change, len(docs))
     rows, failures = stability_table(docs, changed) if len(docs) > 1 else ([], 0)
     print("\n".join(rows))
+    return verdict(totals, failures)
+
+
+def verdict(totals: list[float], failures: int) -> int:
+    """The last line (runs within the budget, stability failures) and the exit code."""
     over = sum(t > BUDGET_S for t in totals)
     within = f">= {STABLE_MIN_US:g} us within {STABLE_PCT:g}%"
     print(f"budget: {len(totals) - over} of {len(totals)} runs within {BUDGET_S:g} s; "
           f"stability: {failures} FAIL ({within})")  # fmt: skip
     return 1 if failures or over else 0
+
+
+class RecordedClock:
+    """A run's stage clock as `--out` kept it (clock-N.json)."""
+
+    def __init__(self, path: Path) -> None:
+        kept = json.loads(path.read_text())
+        self.stages: dict[str, float] = kept["stages"]
+        self.workloads = [tuple(w) for w in kept.get("workloads", [])]
+
+    def seconds(self) -> dict[str, float]:
+        return self.stages
+
+
+def reread(folder: Path, changes: list[str]) -> int:
+    """The stage and stability tables of the runs kept in `folder` (run-N.json, clock-N.json;
+    a run's total is its stages' sum), judged as `main` judges them."""
+    count = len(list(folder.glob("run-*.json")))
+    if not count:
+        raise SystemExit(f"--reread {folder}: no run-N.json there")
+    docs = [json.loads((folder / f"run-{n}.json").read_text()) for n in range(1, count + 1)]
+    clocks = [RecordedClock(folder / f"clock-{n}.json") for n in range(1, count + 1)]
+    totals = [sum(c.seconds().values()) for c in clocks]
+    print("\n".join(stage_table(clocks, totals, docs)))  # type: ignore[arg-type]
+    rows, failures = stability_table(docs, changed_kernels(changes, count))
+    print("\n".join(rows))
+    return verdict(totals, failures)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -111,3 +112,21 @@ def test_the_stage_table_says_what_ncu_profiled_in_each_run() -> None:
     rows = runner_cost.stage_table([clock, clock], [70.0, 50.0], [first, second])
     assert rows[-2] == "| total (budget 60 s) | 70.0 FAIL | 50.0 PASS |"
     assert rows[-1] == "| workloads profiled whole / in part / reused | 3 / 0 / 0 | 0 / 1 / 1 |"
+
+
+def test_a_kept_recording_is_read_again_into_its_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for n, (medians, ncu_s) in enumerate((({"copy": 100.0}, 30.0), ({"copy": 100.5}, 4.0)), 1):
+        doc = _doc(medians)
+        doc["workloads"][0]["ncu"] = {"status": "ok", "reason": "reused: ..." if n > 1 else ""}
+        (tmp_path / f"run-{n}.json").write_text(json.dumps(doc))
+        stages = {"build": 2.0, "ncu": ncu_s, "timing 1/3": 40.0}
+        (tmp_path / f"clock-{n}.json").write_text(json.dumps({"stages": stages}))
+    assert runner_cost.main(["--reread", str(tmp_path)]) == 1  # the first run's 72 s
+    out = capsys.readouterr().out
+    assert "| total (budget 60 s) | 72.0 FAIL | 46.0 PASS |" in out
+    assert "| workloads profiled whole / in part / reused | 1 / 0 / 0 | 0 / 0 / 1 |" in out
+    assert "| copy[] | cuda_events | 1 / 2 | 100.00 | 100.50 | +0.50 | PASS |" in out
+    with pytest.raises(SystemExit, match=r"no run-N\.json"):
+        runner_cost.main(["--reread", str(tmp_path / "empty")])
