@@ -117,8 +117,13 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
     arrays: dict[str, Any] = {}
     plain: dict[str, str] = {}
     seen: set[int] = set()
+    taken: list[str] = []  # every array and value read, to bound the walk
 
     def walk(path: str, value: Any, depth: int, values: dict[str, str]) -> None:
+        if isinstance(value, PLAIN) or (id(value) not in seen and kind(value) is not None):
+            taken.append(path)
+            if len(taken) > MAX_HELD:
+                raise Unavailable(f"the instance holds more than {MAX_HELD} arrays and values")
         if isinstance(value, PLAIN):
             values[path] = repr(value)
             return
@@ -146,8 +151,6 @@ def held(instance: Any) -> tuple[dict[str, Any], dict[str, str]]:
             walk(f"{path}.{key}", item, depth - 1, own)
         if own is not values and len(arrays) > had:  # an object that holds state: its values
             values.update(own)
-        if len(arrays) + len(plain) + len(own) > MAX_HELD:
-            raise Unavailable(f"the instance holds more than {MAX_HELD} arrays and values")
 
     for name, value in sorted(vars(instance).items()):
         walk(name, value, MAX_DEPTH, plain)
