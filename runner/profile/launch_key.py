@@ -16,7 +16,9 @@ scratch space: its earlier content is not what the kernels compute from; a workl
 an input in place keeps a pristine copy for `reset()`, which is in the key). What it cannot see:
 a scalar argument computed inside a helper function from constants of that helper (not an
 attribute of the instance, not in `launch`'s own code) that changes what a kernel executes
-without changing its code, configuration or inputs.
+without changing its code, configuration or inputs; a scalar held only by an object of the
+suite's own package that holds no array (such an object is read as a service, a kernel library
+and its build, whose paths and compile seconds differ with every fresh build).
 
 Where a workload has no signature (signatures off, no CUPTI, a kernel whose code no loaded
 module held) the section is looked up by the commit's files as before
