@@ -8,9 +8,12 @@ device function of its own). A kernel's hash covers its own sections and those o
 and leaves out the sections of the other kernels and the module's bookkeeping (METADATA: the
 symbol and string tables, the per-module `.nv.info` of stack and frame sizes, the call graph,
 debug frames, notes), which change whenever any kernel does. So a commit that changes one kernel
-of a file changes that kernel's hash only. Kernels are the ELF's function symbols marked as
-entries (STO_CUDA_ENTRY). Anything that does not parse as such a file gives None: the caller
-hashes the whole file instead.
+of a file changes that kernel's hash only. Debug information (DEBUG: `-lineinfo`'s line tables,
+on by default for Triton and Inductor kernels, `-G`'s variables, and their relocations) is left
+out too: it names the source's path and lines, so the same code compiled in another checkout,
+or below a line a commit added, would look changed; it changes nothing a kernel executes.
+Kernels are the ELF's function symbols marked as entries (STO_CUDA_ENTRY). Anything that does
+not parse as such a file gives None: the caller hashes the whole file instead.
 """
 
 from __future__ import annotations
@@ -26,12 +29,22 @@ METADATA = frozenset(
     {"", ".shstrtab", ".strtab", ".symtab", ".nv.info", ".nv.callgraph", ".debug_frame",
      ".rel.debug_frame", ".rela.debug_frame"}
 )  # fmt: skip
+DEBUG = (".debug_", ".nv_debug")  # name prefixes, after any ".rel"/".rela" of a relocation
 _ELF64_LE = b"\x7fELF\x02\x01"
 
 
 def _string(data: bytes, offset: int) -> str:
     end = data.index(b"\0", offset)
     return data[offset:end].decode(errors="replace")
+
+
+def is_debug(section: str) -> bool:
+    """Whether a section holds debug information (or its relocations) only."""
+    for relocation in (".rela", ".rel"):
+        if section.startswith(relocation + "."):
+            section = section[len(relocation) :]
+            break
+    return section.startswith(DEBUG)
 
 
 def kernel_hashes(data: bytes) -> dict[str, str] | None:
@@ -61,7 +74,7 @@ def kernel_hashes(data: bytes) -> dict[str, str] | None:
     owned: dict[str, list[bytes]] = {e: [] for e in entries}
     shared: list[bytes] = []
     for name, h in sections:
-        if name in METADATA or name.startswith(".note."):
+        if name in METADATA or name.startswith(".note.") or is_debug(name):
             continue
         owners = [e for e in entries if name.endswith("." + e)]
         body = b"" if h[1] == SHT_NOBITS else data[h[4] : h[4] + h[5]]

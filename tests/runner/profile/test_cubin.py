@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.profile.cubin import kernel_hashes
+from runner.profile.cubin import is_debug, kernel_hashes
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "cubin"
 
@@ -52,3 +52,27 @@ def test_anything_else_is_none_for_the_caller_to_hash_whole(data: bytes) -> None
 def test_a_truncated_cubin_is_none() -> None:
     data = (FIXTURES / "two_kernels.cubin").read_bytes()
     assert kernel_hashes(data[: len(data) // 2]) is None
+
+
+@pytest.mark.parametrize("name", ["lineinfo", "triton_softmax"])
+def test_the_same_code_from_another_path_and_lines_keeps_its_hash(name: str) -> None:
+    """Line tables name the source's path and lines: a commit that adds a line above a kernel,
+    or a checkout in another folder, leaves the code (and so the ncu section) as it was."""
+    assert hashes(f"{name}_moved") == hashes(name)
+
+
+def test_the_line_tables_are_what_differs_between_the_moved_builds() -> None:
+    """The moved builds are no copies: their line tables differ, so the test above holds a rule."""
+    raw = [(FIXTURES / f"triton_softmax{s}.cubin").read_bytes() for s in ("", "_moved")]
+    assert raw[0] != raw[1]
+    assert all(b".debug_line" in r for r in raw)
+
+
+@pytest.mark.parametrize(
+    ("section", "debug"),
+    [(".debug_line", True), (".rela.debug_line", True), (".nv_debug_line_sass", True),
+     (".rel.nv_debug_info_reg_sass", True), (".text.debug_kernel", False),
+     (".nv.info.ka", False), (".rela.text.ka", False)],
+)  # fmt: skip
+def test_debug_sections_are_told_by_their_names(section: str, debug: bool) -> None:
+    assert is_debug(section) is debug
