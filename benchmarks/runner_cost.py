@@ -1,11 +1,13 @@
 """Cost and stability of the GPU runner on the default suite (issue 5, item 10), on a GPU host.
 
     python -m benchmarks.runner_cost [--runs 2] [--change PATH ...] [--only REGEX] [--out DIR]
+        [--suite DIR]
         [--repository-name OWNER/NAME] [--author "Name <email>"] [--message TEXT]
         [--runner-name NAME] [--verbose]
     python -m benchmarks.runner_cost --reread DIR [--change PATH ...]
 
-Copies this working tree into a temporary git repository (one commit), then runs
+Copies this working tree (or `--suite DIR`'s, e.g. docs/example-suite-torch, paths of
+`--change` relative to it) into a temporary git repository (one commit), then runs
 `runner.run.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
 suite's processes (and the short launches in more, "timing N/M (short)": runner.run.pipeline),
 timeline and ncu, each run from a fresh build, all runs sharing one runner cache (clones,
@@ -218,11 +220,45 @@ def change_of(changes: list[str], run: int) -> str | None:
     return changes[(run - 1) % len(changes)] if run and changes else None
 
 
+CUDA_SOURCES = (".cu", ".cuh", ".h", ".hpp")
+ANY_KERNEL = "*"  # a commit whose change may reach any kernel (a header's line)
+
+
 def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
-    """Per run, the kernels whose code its commit changed (`--change PATH:KERNEL`); none for
-    the first run and for changes that leave every kernel's code as it was."""
-    kernels = [(change_of(changes, run) or "").partition(":")[2] for run in range(runs)]
-    return [{kernel} if kernel and "=>" not in kernel else set() for kernel in kernels]
+    """Per run, the kernels whose code its commit changed: `--change PATH:KERNEL` that kernel;
+    `PATH:OLD=>NEW` in a CUDA source or header any kernel (ANY_KERNEL: the documents say which,
+    `code_changed`); none for the first run and for changes that leave every kernel's code as it
+    was (Python, prose, a parameter, an unused kernel added)."""
+    out: list[set[str]] = []
+    for run in range(runs):
+        path, _, kernel = (change_of(changes, run) or "").partition(":")
+        if "=>" in kernel:
+            out.append({ANY_KERNEL} if Path(path).suffix in CUDA_SOURCES else set())
+        else:
+            out.append({kernel} if kernel else set())
+    return out
+
+
+def code_changed(
+    workloads: list[dict[str, Any] | None], changed: list[set[str]], kernels: list[str]
+) -> list[set[str]]:
+    """`changed` for one workload (its document entry per run, None where absent): a run whose
+    change may reach any kernel changed this workload's when its kernels' `determinants` (what
+    decided their ncu counters: the compiled code among it) moved since the run before, or
+    cannot be compared; else not."""
+
+    def determinants(w: dict[str, Any] | None) -> list[Any] | None:
+        found = [k.get("determinants") for k in ((w or {}).get("ncu") or {}).get("kernels", [])]
+        return found if found and all(found) else None
+
+    out = []
+    for run, names in enumerate(changed):
+        if ANY_KERNEL not in names:
+            out.append(names)
+            continue
+        then, now = determinants(workloads[run - 1]), determinants(workloads[run])
+        out.append(set(kernels) if then is None or then != now else set())
+    return out
 
 
 def compared_runs(
@@ -255,7 +291,9 @@ def stability_table(
     failures = 0
     for w in docs[0]["workloads"]:
         present = [key(w) in run for run in by_run]
-        pair = compared_runs(w.get("kernels") or [], changed, present)
+        kernels = w.get("kernels") or []
+        mine = code_changed([run.get(key(w)) for run in by_run], changed, kernels)
+        pair = compared_runs(kernels, mine, present)
         if pair is None:
             why = "its kernel changed in each run" if all(present) else "in one run only"
             rows.append(f"| {key(w)} | - | - | - | - | - | ({why}) | - |")
@@ -307,6 +345,12 @@ def main(argv: list[str] | None = None) -> int:
         help="a CUDA source that each run after the first changes, in turn",
     )
     parser.add_argument("--out", type=Path, help="folder for the result documents")
+    parser.add_argument(
+        "--suite",
+        type=Path,
+        default=ROOT,
+        help="the suite's folder (default: this repository's default suite)",
+    )
     parser.add_argument("--repository-name", default=None)
     parser.add_argument("--author", default="kernelwatch benchmark <bench@kernelwatch.invalid>")
     parser.add_argument("--message", default="runner_cost: the working tree as one commit")
@@ -326,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kw-runner-cost-") as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
-        sha = snapshot(ROOT, repo, args.author, args.message)
+        sha = snapshot(args.suite, repo, args.author, args.message)
         print(f"suite repository {repo} at {sha[:12]}", flush=True)
         for run in range(args.runs):
             if path := change_of(args.change, run):

@@ -11,7 +11,9 @@ decides whether an earlier commit's ncu section still holds (runner.profile.laun
   or in its dicts, lists and objects of the suite's own package: `held`), its shape, dtype and
   checksum (runner.worker.checksums) taken before the launch, after the suite's `poison()`;
   an array the launch wrote (its checksum moved) is an output or scratch space, kept by shape
-  and dtype only: what it held before does not decide what the kernels do.
+  and dtype only: what it held before does not decide what the kernels do. A table of pointers
+  into the instance's other arrays (a multi-tensor launch's list) is read by what it points at,
+  not by its addresses, which differ with every process (runner.worker.pointers).
 - The plain values it holds the same way (numbers, strings: scalars a launch may pass, a seed)
   and the code of its `launch` method (constants written into it).
 
@@ -30,7 +32,8 @@ import os
 from typing import Any
 
 from runner.profile import cubin
-from runner.worker.checksums import checksum, kind
+from runner.worker.checksums import kind
+from runner.worker.pointers import fingerprints
 
 LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then the C API's)
     "grid": (("grid_x", "gridX"), ("grid_y", "gridY"), ("grid_z", "gridZ")),
@@ -252,9 +255,9 @@ def signature(
         poison()
         synchronize()
     arrays, scalars = held(instance)
-    before = {k: checksum(v) for k, v in arrays.items()}
+    before = fingerprints(arrays)
     kernels = recorder.kernels_of(instance.launch, synchronize)
-    after = {k: checksum(v) for k, v in held(instance)[0].items()}
+    after = fingerprints(held(instance)[0])
     if not kernels:
         raise Unavailable("CUPTI recorded no kernel of the launch")
     code = {k["kernel"]: code_of(k["kernel"], recorder.images, fresh) for k in kernels}

@@ -130,3 +130,25 @@ def test_a_kept_recording_is_read_again_into_its_tables(
     assert "| copy[] | cuda_events | 1 / 2 | 100.00 | 100.50 | +0.50 | PASS |" in out
     with pytest.raises(SystemExit, match=r"no run-N\.json"):
         runner_cost.main(["--reread", str(tmp_path / "empty")])
+
+
+def test_a_headers_line_changes_the_workloads_whose_kernels_code_it_reached() -> None:
+    """`--change philox.cuh:OLD=>NEW`: the kernels that include the header got other code (their
+    determinants moved), the others kept theirs; each is compared between runs of one code."""
+    docs = [_doc({"gemm": 100.0, "copy": 100.0}), _doc({"gemm": 100.5, "copy": 100.4}),
+            _doc({"gemm": 103.0, "copy": 100.6})]  # fmt: skip
+    for run, doc in enumerate(docs):
+        for w in doc["workloads"]:
+            moved = w["name"] == "gemm" and run == 2
+            w["ncu"] = {"kernels": [{"determinants": "after" if moved else "before"}]}
+    changed = runner_cost.changed_kernels(["app.py", "kernels/philox.cuh:a=>b"], 3)
+    assert changed == [set(), set(), {runner_cost.ANY_KERNEL}]
+    rows, failures = runner_cost.stability_table(docs, changed)
+    assert failures == 0  # gemm's +3% in run 3 is its new code
+    assert any(r.startswith("| gemm[] | cuda_events | 1 / 2 |") for r in rows)
+    assert any(r.startswith("| copy[] | cuda_events | 1 / 3 |") for r in rows)
+    for doc in docs:  # no determinants: every workload's code may have changed in run 3
+        for w in doc["workloads"]:
+            del w["ncu"]
+    rows, _ = runner_cost.stability_table(docs, changed)
+    assert any(r.startswith("| copy[] | cuda_events | 1 / 2 |") for r in rows)

@@ -303,3 +303,36 @@ def test_a_loaded_cubin_is_kept_as_its_kernels_hashes_and_anything_else_whole() 
     assert hashes == image_code((CUBINS / "two_kernels.cubin").read_bytes()) and none == b""
     assert nothing == {} and ptx == b"// PTX .entry kb\0" and not recorder.problem
     assert code_of("kb", recorder.images) is not None  # found by its name in the image kept whole
+
+
+class TensorList:
+    """A multi-tensor step's state (as kernels.ops.AdamWGroup): the tensors and a table of their
+    addresses that its one launch reads them through."""
+
+    def __init__(self, tensors: list[np.ndarray]) -> None:
+        self.tensors = tensors
+        self.ptrs = np.array([t.__array_interface__["data"][0] for t in tensors], np.uint64)
+
+
+class MultiTensor:
+    def __init__(self, pad: int = 0) -> None:
+        keep = [np.empty(512 + i) for i in range(pad)]  # noqa: F841 (other addresses)
+        self.dev = {f"p{i}": np.full(256, float(i), np.float32) for i in range(3)}
+        self.group = TensorList([self.dev[f"p{i}"] for i in range(3)])
+
+    def launch(self) -> None:
+        for t in self.group.tensors:
+            t += 1.0
+
+
+def test_a_multi_tensor_launch_keeps_its_signature_wherever_its_tensors_were_allocated() -> None:
+    ka = sorted(cubin.kernel_hashes((CUBINS / "two_kernels.cubin").read_bytes()))[0]
+    recorder = Recorder([record(ka)], images("two_kernels"))
+    first, moved = MultiTensor(), MultiTensor(pad=9)
+    assert first.group.ptrs.tolist() != moved.group.ptrs.tolist()
+    signed = signature(first, recorder, lambda: None)
+    assert "group.ptrs" in signed["inputs"]
+    assert signature(moved, recorder, lambda: None) == signed
+    reordered = MultiTensor()
+    reordered.group.ptrs[[0, 2]] = reordered.group.ptrs[[2, 0]]
+    assert signature(reordered, recorder, lambda: None)["inputs"] != signed["inputs"]
