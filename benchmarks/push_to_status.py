@@ -86,10 +86,22 @@ class GitHubStandIn:
         self.server.server_close()
 
 
+_NAME = r"((?:[^()]|\([^()]*\))+)"  # a stage's name, e.g. "timing 4/6 (short)"
+_TOOK = (
+    re.compile(rf"stage .*\({_NAME} took ([\d.]+) s\)$"),  # on the next stage's line
+    re.compile(rf"{_NAME} took ([\d.]+) s$"),  # the last stage's, when the job ends
+)
+
+
 def stage_seconds(log: str, job: int) -> str:
     """The runner's stages of one job as its log says them: 'build 1.8, correctness 5.4, ...'."""
-    took = re.findall(rf"job {job}: (?:.*?\()?(\w[\w /]*?) took ([\d.]+) s\)?$", log, re.M)
-    return ", ".join(f"{name} {float(s):.1f}" for name, s in took)
+    took = []
+    for line in log.splitlines():
+        _, mark, said = line.partition(f"job {job}: ")
+        found = mark and (_TOOK[0].match(said) or _TOOK[1].match(said))
+        if found:
+            took.append(f"{found.group(1)} {float(found.group(2)):.1f}")
+    return ", ".join(took)
 
 
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -26,3 +26,18 @@ def test_each_push_is_timed_to_its_final_commit_status(tmp_path: Path, capsys) -
     printed = capsys.readouterr().out
     assert "| first commit |" in printed and "(first)" in printed
     assert code == (0 if rows[1]["seconds"] <= push_to_status.BUDGET_S else 1)
+
+
+def test_every_stage_of_the_job_is_read_from_the_agents_log_names_with_parentheses_too() -> None:
+    log = "\n".join([
+        "t INFO job 3: stage build (checkout took 0.2 s)",
+        "t INFO job 13: stage ncu (build took 9.0 s)",
+        "t INFO job 3: stage timing 5/6 (short) (timing 4/6 (short) took 5.0 s)",
+        "t INFO job 3: stage timing 1/6 (processes apart) (6 workloads) "
+        "(timing 6/6 (short) took 5.2 s)",
+        "t INFO job 3: timing 1/6 (processes apart) took 1.6 s",
+    ])  # fmt: skip
+    assert push_to_status.stage_seconds(log, 3) == (
+        "checkout 0.2, timing 4/6 (short) 5.0, timing 6/6 (short) 5.2, "
+        "timing 1/6 (processes apart) 1.6"
+    )
