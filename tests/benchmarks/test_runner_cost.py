@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from benchmarks import runner_cost
+from tests.runner.gitrepo import CPU_SUITE
 
 AUTHOR = "bench <bench@example.com>"
 
@@ -110,22 +112,22 @@ def test_the_stage_table_says_what_ncu_profiled_in_each_run() -> None:
     assert runner_cost.profiled(second) == (0, 1, 1)
     clock = runner_cost.StageClock()
     rows = runner_cost.stage_table([clock, clock], [70.0, 50.0], [first, second])
-    assert rows[-2] == "| total (budget 60 s) | 70.0 FAIL | 50.0 PASS |"
+    assert rows[-2] == "| total / budget (s) | 70.0 / 60 FAIL | 50.0 / 60 PASS |"
     assert rows[-1] == "| workloads profiled whole / in part / reused | 3 / 0 / 0 | 0 / 1 / 1 |"
 
 
 def test_a_kept_recording_is_read_again_into_its_tables(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for n, (medians, ncu_s) in enumerate((({"copy": 100.0}, 30.0), ({"copy": 100.5}, 4.0)), 1):
+    for n, (medians, ncu_s) in enumerate((({"copy": 100.0}, 50.0), ({"copy": 100.5}, 4.0)), 1):
         doc = _doc(medians)
         doc["workloads"][0]["ncu"] = {"status": "ok", "reason": "reused: ..." if n > 1 else ""}
         (tmp_path / f"run-{n}.json").write_text(json.dumps(doc))
         stages = {"build": 2.0, "ncu": ncu_s, "timing 1/3": 40.0}
         (tmp_path / f"clock-{n}.json").write_text(json.dumps({"stages": stages}))
-    assert runner_cost.main(["--reread", str(tmp_path)]) == 1  # the first run's 72 s
+    assert runner_cost.main(["--reread", str(tmp_path)]) == 1  # the first run's 92 s
     out = capsys.readouterr().out
-    assert "| total (budget 60 s) | 72.0 FAIL | 46.0 PASS |" in out
+    assert "| total / budget (s) | 92.0 / 90 FAIL | 46.0 / 60 PASS |" in out
     assert "| workloads profiled whole / in part / reused | 1 / 0 / 0 | 0 / 0 / 1 |" in out
     assert "| copy[] | cuda_events | 1 / 2 | 100.00 | 100.50 | +0.50 | PASS |" in out
     with pytest.raises(SystemExit, match=r"no run-N\.json"):
@@ -174,3 +176,22 @@ def test_the_h100_recording_is_stable_between_runs_of_each_kernels_same_code() -
     assert any(r.startswith(tf32) for r in rows)
     _, failures = runner_cost.stability_table(docs, [set(), set(), set(), {"transpose"}, set()])
     assert failures == 1  # read as if the header changed no kernel's code
+
+
+def test_the_first_run_and_a_headers_line_have_the_wider_budget() -> None:
+    limits = runner_cost.budgets(H100_B_CHANGES, 5)
+    assert limits == [90.0, 60.0, 60.0, 60.0, 90.0]
+    clock = runner_cost.StageClock()
+    rows = runner_cost.stage_table([clock] * 2, [85.0, 61.0], None, limits[:2])
+    assert rows[-1] == "| total / budget (s) | 85.0 / 90 PASS | 61.0 / 60 FAIL |"
+    assert runner_cost.verdict([85.0, 59.0], 0, limits[:2]) == 0
+    assert runner_cost.verdict([85.0, 61.0], 0, limits[:2]) == 1
+
+
+def test_a_warm_up_run_is_not_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    """--warm-up on a CPU suite: one run before the counted one, in a cache of its own."""
+    assert runner_cost.main(["--suite", str(CPU_SUITE), "--runs", "1", "--warm-up"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^warm-up: [\d.]+ s, succeeded \(not counted\)$", out, re.M)
+    assert re.search(r"^run 1: [\d.]+ s; status succeeded", out, re.M)
+    assert "run 2:" not in out and "| total / budget (s) | " in out
