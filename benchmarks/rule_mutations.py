@@ -196,6 +196,20 @@ MUTATIONS = [
         "tests[i] = wander.test(head - offset.log, base, level)",
         "tests/service/analysis/test_run_offset.py",
     ),
+    (
+        "a control's own wander is measured apart from the runs it shares with its group",
+        "service/analysis/verdicts.py",
+        "alone = level.run_var if apart is None else min(level.run_var, apart)",
+        "alone = level.run_var",
+        "tests/benchmarks/test_history_replay.py",
+    ),
+    (
+        "net of its run's offset, the head's run wanders only as far as the series apart",
+        "service/analysis/verdicts.py",
+        "tests[i] = wander.test(head - offset.log, base, level, offset.var, alone)",
+        "tests[i] = wander.test(head - offset.log, base, level, offset.var)",
+        "tests/service/histories/test_run_offset.py",
+    ),
 ]
 
 

@@ -18,6 +18,14 @@ leave-one-out so that a control is not corrected by itself. Its variance, what t
 change's test must add to the series' own: a control's change is known to its test's standard
 error, and a median of k of them to about pi/2 x their variance / k (k >= 3).
 
+How far a control wanders on its own is not how far its runs wander: most of a short kernel's
+run-to-run wander is its run's offset, the very thing it is to measure (on the H200 the four short
+kernels of a history moved 1-2% together from run to run, 0.3% apart). Where the series of a
+group were measured in the same earlier runs, a control's own wander is measured apart from its
+run's: the spread of its run medians less the median of the group's others in each of those runs
+(`apart_vars`). One control whose runs keep within 0.3% of the others' is then evidence that its
+run sat 2% off; one that wanders apart from them (a spilling kernel) is still none.
+
 Nothing is corrected where no control says so: a commit that changes code every kernel shares
 (a common header, the suite's Python) leaves no control, so a slowdown of every kernel is never
 mistaken for a run that sat off.
@@ -26,16 +34,19 @@ mistaken for a run that sat off.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from service.analysis.wander import successive_spread
 
 MIN_CONTROLS = 1  # controls of a group before its offset is taken out
 # How many of its standard errors an offset must be from zero before it is taken out: a control
 # wanders on its own too (a spilling kernel's runs by 2-5%), and one control's wander is no
 # evidence that its whole run sat off.
 EVIDENT = 2.0
+MIN_SHARED = 4  # earlier runs a control shares with its group before its own wander is known
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,29 @@ def offsets(
             / sum(weights) ** 2
         )
         out.append(Offset(log, known, len(others)))
+    return out
+
+
+def apart_vars(
+    histories: Sequence[Mapping[Hashable, float]], groups: Sequence[Hashable]
+) -> list[float | None]:
+    """Per series, the variance of its run's log median apart from its group's: over the
+    earlier runs it shares with others of its group (`histories`: run -> log median, in the
+    series' order, nearest first), the robust spread (wander.successive_spread: a level shift
+    of its own or of the others is one difference among many) of its log median less the
+    median of the others' in each run; None with fewer than MIN_SHARED such runs."""
+    by_group: dict[Hashable, list[int]] = {}
+    for i, group in enumerate(groups):
+        by_group.setdefault(group, []).append(i)
+    out: list[float | None] = []
+    for i, group in enumerate(groups):
+        others = [histories[j] for j in by_group[group] if j != i]
+        apart = []
+        for run, value in histories[i].items():
+            beside = [h[run] for h in others if run in h]
+            if beside:
+                apart.append(value - float(np.median(beside)))
+        out.append(successive_spread(np.asarray(apart)) ** 2 if len(apart) >= MIN_SHARED else None)
     return out
 
 

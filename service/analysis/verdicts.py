@@ -20,7 +20,8 @@ A change is reported only when both hold:
 A run whose every kernel sat off its level together (a whole run a few percent fast or slow, as
 short kernels' runs do) would carry that offset into each change: where the run's controls
 (series whose kernels nothing changed) measure it, it is taken out of the change and its doubt
-added to the test (service.analysis.run_offset).
+added to the test (service.analysis.run_offset); the head's run then counts in the test only for
+how far the series wanders apart from its group's runs, where earlier runs measured that.
 
 A level with fewer results than wander.min_level asks (two; three after a level shift) has not
 shown how far its runs wander: a change that clears everything else there is *pending*, never
@@ -115,6 +116,9 @@ class Candidate:
     # The series' run medians before the head, nearest first: its level's and earlier levels'
     # (how far its runs wander, service.analysis.wander).
     history: Sequence[float] = ()
+    # The run each of `history` is of (set beside the same runs of the run's other series: how
+    # far a control wanders apart from its run, service.analysis.run_offset); empty: unknown.
+    history_runs: Sequence[Hashable] = ()
     # Nothing that determines this series' kernels changed since its baseline: it measures
     # its run's common offset for the others of its group (the timing method, say).
     control: bool = False
@@ -195,11 +199,19 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         units[i] = (head, base, medians, level)
         testable = level.process_df or not level.young  # else the samples must stand in
         tests[i] = wander.test(head, base, level) if testable else None
-    offsets = _run_offsets(candidates, usable, units, tests)
+    groups = [(candidates[i].group, class_target(float(np.median(units[i][2])))) for i in usable]
+    apart = run_offset.apart_vars([_history_logs(candidates[i]) for i in usable], groups)
+    own = dict(zip(usable, apart, strict=True))
+    offsets = _run_offsets(candidates, usable, units, tests, groups, own)
     for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
         head, base, _, level = units[i]
         if tests[i] is not None:
-            tests[i] = wander.test(head - offset.log, base, level, offset.var)
+            # Net of its run's offset, the head's run wanders only as far as the series does
+            # apart from its group's runs, where that is known.
+            alone = (
+                None if own[i] is None else max(0.0, own[i] - level.process_var / level.processes)
+            )
+            tests[i] = wander.test(head - offset.log, base, level, offset.var, alone)
     by_rank = [i for i in usable if tests[i] is None]
     ranked = rank_test_p_values(
         [(_net(candidates[i].head, offsets.get(i)), pooled[i]) for i in by_rank]
@@ -230,6 +242,13 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
     return out
 
 
+def _history_logs(c: Candidate) -> dict[Hashable, float]:
+    """A series' earlier run medians by run (log), where it knows their runs."""
+    if len(c.history_runs) != len(c.history):
+        return {}
+    return {r: math.log(m) for r, m in zip(c.history_runs, c.history, strict=True) if m > 0}
+
+
 def _net(samples: np.ndarray, offset: run_offset.Offset | None) -> np.ndarray:
     """A head's samples net of its run's offset."""
     return samples if offset is None else samples * math.exp(-offset.log)
@@ -240,11 +259,14 @@ def _run_offsets(
     usable: list[int],
     units: dict[int, tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]],
     tests: dict[int, wander.LevelTest | None],
+    groups: list[Hashable],
+    own: dict[int, float | None],
 ) -> dict[int, run_offset.Offset]:
     """Each usable series' run offset, where controls of its group measure one: a control is a
     series the caller marked so, on a level old enough to know its wander and tested on
-    processes; groups are the timing method (the caller's `group`) and the duration class."""
-    changes, run_vars, process_vars, groups, controls = [], [], [], [], []
+    processes; `groups` (per usable series): its timing method (the caller's `group`) and
+    duration class; `own`: how far each wanders apart from its group's runs (None: unknown)."""
+    changes, run_vars, process_vars, controls = [], [], [], []
     for i in usable:
         c = candidates[i]
         _, _, medians, level = units[i]
@@ -259,8 +281,11 @@ def _run_offsets(
             if runs and head.size and level.processes
             else math.inf
         )
-        run_vars.append(level.run_var * (1 + 1 / runs) if runs else math.inf)
-        groups.append((c.group, class_target(base)))
+        # How far it wanders on its own: apart from its group's runs where they were measured
+        # beside it, else all of its runs' wander (the offsets of its runs among it).
+        apart = own[i]
+        alone = level.run_var if apart is None else min(level.run_var, apart)
+        run_vars.append(alone * (1 + 1 / runs) if runs else math.inf)
         controls.append(c.control and tested is not None and not level.young)
     found = run_offset.offsets(changes, run_vars, process_vars, groups, controls)
     return {i: o for i, o in zip(usable, found, strict=True) if o is not None}

@@ -145,7 +145,11 @@ class LevelTest:
 
 
 def test(
-    head: np.ndarray, base: Sequence[np.ndarray], wander: Wander, offset_var: float = 0.0
+    head: np.ndarray,
+    base: Sequence[np.ndarray],
+    wander: Wander,
+    offset_var: float = 0.0,
+    head_between: float | None = None,
 ) -> LevelTest | None:
     """The two-sided t-test of the head run's mean log process median against the mean of the
     baseline runs' means, with the variance the wander gives each run; None where the processes
@@ -161,12 +165,16 @@ def test(
     (NOISE_MULTIPLE x the run spread, service.analysis.verdicts), not the test's.
 
     `offset_var`: the variance of a run offset taken out of the head beforehand
-    (service.analysis.run_offset), a share of its own, given MIN_DF degrees of freedom."""
+    (service.analysis.run_offset), a share of its own, given MIN_DF degrees of freedom;
+    `head_between`: then, how far the head's run wanders from run to run apart from that offset
+    (its wander apart from its group's runs), in place of the level's share for the head; the
+    baseline's mean keeps the level's (its runs' offsets are not taken out)."""
     if head.size == 0 or not base or any(r.size == 0 for r in base):
         return None
     runs = len(base)
     between = max(0.0, wander.run_var - wander.process_var / wander.processes)
-    run_share = between * (1 + 1 / runs)
+    own = between if head_between is None else min(between, head_between)
+    run_share = own + between / runs
     process_share = wander.process_var * (1 / head.size + 1 / (runs * wander.processes))
     se = math.sqrt(run_share + process_share + offset_var)
     parts = [(run_share, wander.run_df), (process_share, wander.process_df), (offset_var, MIN_DF)]

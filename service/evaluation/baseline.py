@@ -47,6 +47,9 @@ class Baseline:
     # The medians of every result read (WINDOW at most), nearest first: how far the series'
     # runs wander (service.analysis.wander).
     history: list[float] = field(default_factory=list)
+    # The run of each of them (the runs where the series of a run can be set beside each
+    # other: service.analysis.run_offset).
+    history_runs: list[int] = field(default_factory=list)
 
 
 def baselines(
@@ -97,6 +100,7 @@ def baselines(
             segment,
             start,
             [median for _, _, median, _ in nearest[sid]],
+            [run_id for _, _, _, run_id in nearest[sid]],
         )
         for sid, (rows, segment, start) in chosen.items()
     }

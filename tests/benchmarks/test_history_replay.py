@@ -66,8 +66,10 @@ def test_the_h200_history_with_the_wandering_runner_is_judged_without_a_false_ve
     ("recording", "short_within", "mid_within"),
     # Short kernels within 2 points of the truth (the interquartile-mean truth) are 29 of 36 and
     # 36 of 40 with no run offset taken out (MIN_CONTROLS = 99: their whole runs sat off
-    # together, by up to 5.6%); mid ones 34 and 38 either way.
-    [("history_h200_before", 35, 34), ("history_h200_after", 37, 38)],
+    # together, by up to 5.6%); mid ones 34 and 38 either way. The after recording's commit 9
+    # (three short kernels changed, one control 2.3% fast) is 37 of 40 where a control's own
+    # wander is its runs' (run_offset.apart_vars left out): its 2.3% is then no evidence.
+    [("history_h200_before", 35, 34), ("history_h200_after", 40, 38)],
 )
 def test_a_runs_offset_measured_on_its_unchanged_kernels_brings_short_kernels_to_the_truth(
     recording: str, short_within: int, mid_within: int

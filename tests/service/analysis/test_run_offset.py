@@ -103,3 +103,47 @@ def test_the_offsets_doubt_widens_the_test() -> None:
     exact = compare_many([replace(pair[1], head=pair[1].head / (1 + corrected.offset))])[0]
     assert exact is not None and exact.change == pytest.approx(corrected.change)
     assert exact.p_value < corrected.p_value
+
+
+def test_a_controls_own_wander_is_measured_apart_from_the_runs_it_shares() -> None:
+    """Short kernels whose runs move 1.5% together and 0.2% apart: each one's own wander is
+    the 0.2%, not the 1.5%; a kernel that wanders on its own keeps its spread; with fewer than
+    MIN_SHARED runs beside others, nothing is known."""
+    rng = np.random.default_rng(21)
+    common = 0.015 * rng.standard_normal(10)
+    together = [{r: common[r] + 0.002 * rng.standard_normal() for r in range(10)} for _ in range(3)]
+    alone = {r: common[r] + 0.03 * rng.standard_normal() for r in range(10)}
+    found = run_offset.apart_vars([*together, alone], ["short"] * 4)
+    assert all(v is not None and math.sqrt(v) < 0.006 for v in found[:3]), found
+    assert found[3] is not None and math.sqrt(found[3]) > 0.015
+    assert math.sqrt(float(np.var(common))) > 0.008  # what the runs' own spread would say
+    few = [{r: v for r, v in h.items() if r < run_offset.MIN_SHARED - 1} for h in together]
+    assert run_offset.apart_vars(few, ["short"] * 3) == [None] * 3
+    assert run_offset.apart_vars(together, ["a", "b", "c"]) == [None] * 3  # no group beside
+
+
+def test_one_control_that_moves_with_its_runs_measures_the_runs_offset() -> None:
+    """Two short kernels whose runs sat 1.5% apart from run to run, together; at the head both
+    sat 2.5% fast and one got 12% slower. Its one control's 2.5% is within that run-to-run
+    wander, so alone it is no evidence; set beside the same runs, the two moved as one (0.2%
+    apart), and the offset is taken out: +12%, not +9%."""
+    rng = np.random.default_rng(22)
+    common = 1 + 0.015 * rng.standard_normal(8)
+    runs = list(range(8))
+    pair = []
+    for key, level, slower in ((0, 3.5, 1.0), (1, 3.9, 1.12)):
+        base = [run(level * c * (1 + 0.002 * rng.standard_normal()), rng, processes=6,
+                    samples=60, process_sd=0.002, sample_sd=0.01) for c in common]  # fmt: skip
+        head = run(level * 0.975 * slower, rng, processes=6, samples=60, process_sd=0.002,
+                   sample_sd=0.01)  # fmt: skip
+        c = candidate(head, base, history=[float(np.median(b[0])) for b in base][::-1])
+        pair.append(replace(c, key=key, group="cupti", control=key == 0,
+                            history_runs=runs[::-1]))  # fmt: skip
+    corrected = compare_many(pair)[1]
+    assert corrected is not None and corrected.controls == 1
+    assert corrected.change == pytest.approx(0.12, abs=0.01)
+    unknown = compare_many([replace(c, history_runs=()) for c in pair])[1]
+    assert unknown is not None and unknown.controls == 0
+    # What it measured against its level: the run's 2.5% (and the level's own offset) kept in.
+    assert unknown.change == pytest.approx(0.975 * 1.12 / np.median(common) - 1, abs=0.01)
+    assert abs(unknown.change - 0.12) > 0.01
