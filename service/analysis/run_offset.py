@@ -120,16 +120,38 @@ def apart_vars(
     by_group: dict[Hashable, list[int]] = {}
     for i, group in enumerate(groups):
         by_group.setdefault(group, []).append(i)
+    apart: list[dict[Hashable, float]] = [{} for _ in histories]
+    for members in by_group.values():
+        by_run: dict[Hashable, list[int]] = {}
+        for i in members:
+            for run in histories[i]:
+                by_run.setdefault(run, []).append(i)
+        for run, present in by_run.items():
+            if len(present) < 2:
+                continue
+            values = np.array([histories[i][run] for i in present])
+            for i, others in zip(present, leave_one_out_medians(values), strict=True):
+                apart[i][run] = histories[i][run] - others
     out: list[float | None] = []
-    for i, group in enumerate(groups):
-        others = [histories[j] for j in by_group[group] if j != i]
-        apart = []
-        for run, value in histories[i].items():
-            beside = [h[run] for h in others if run in h]
-            if beside:
-                apart.append(value - float(np.median(beside)))
-        out.append(successive_spread(np.asarray(apart)) ** 2 if len(apart) >= MIN_SHARED else None)
+    for i, history in enumerate(histories):
+        shared = [apart[i][run] for run in history if run in apart[i]]  # the series' order
+        out.append(
+            successive_spread(np.asarray(shared)) ** 2 if len(shared) >= MIN_SHARED else None
+        )
     return out
+
+
+def leave_one_out_medians(values: np.ndarray) -> np.ndarray:
+    """For each value (of two or more), the median of the others."""
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    k = values.size
+    position = np.empty(k, dtype=np.int64)
+    position[order] = np.arange(k)  # where each value sits among them
+    lower, upper = (k - 2) // 2, (k - 1) // 2  # the middle of the k - 1 others
+    at_lower = lower + (lower >= position)  # skip the value itself
+    at_upper = upper + (upper >= position)
+    return (ranked[at_lower] + ranked[at_upper]) / 2
 
 
 def median_factor(k: int) -> float:

@@ -147,3 +147,11 @@ def test_one_control_that_moves_with_its_runs_measures_the_runs_offset() -> None
     # What it measured against its level: the run's 2.5% (and the level's own offset) kept in.
     assert unknown.change == pytest.approx(0.975 * 1.12 / np.median(common) - 1, abs=0.01)
     assert abs(unknown.change - 0.12) > 0.01
+
+
+@pytest.mark.parametrize("k", [2, 3, 4, 7, 8])
+def test_each_values_others_median_is_the_median_without_it(k: int) -> None:
+    rng = np.random.default_rng(k)
+    for values in (rng.standard_normal(k), rng.integers(0, 3, k).astype(float)):  # ties too
+        want = [np.median(np.delete(values, i)) for i in range(k)]
+        assert run_offset.leave_one_out_medians(values) == pytest.approx(want)
