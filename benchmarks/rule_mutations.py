@@ -171,7 +171,7 @@ MUTATIONS = [
     (
         "a run's common offset, measured on its unchanged kernels, is taken out of the changes",
         "service/analysis/verdicts.py",
-        "offsets = _run_offsets(candidates, usable, units, tests)",
+        "offsets = _run_offsets(candidates, usable, units, tests, groups, own)",
         "offsets: dict = {}",
         "tests/service/histories/test_run_offset.py",
     ),
@@ -192,8 +192,8 @@ MUTATIONS = [
     (
         "a taken-out offset's doubt is added to the test",
         "service/analysis/verdicts.py",
-        "tests[i] = wander.test(head - offset.log, base, level, offset.var)",
-        "tests[i] = wander.test(head - offset.log, base, level)",
+        "tests[i] = wander.test(head - offset.log, base, level, offset.var, alone)",
+        "tests[i] = wander.test(head - offset.log, base, level, 0.0, alone)",
         "tests/service/analysis/test_run_offset.py",
     ),
     (
