@@ -195,3 +195,19 @@ def test_a_warm_up_run_is_not_counted(capsys: pytest.CaptureFixture[str]) -> Non
     assert re.search(r"^warm-up: [\d.]+ s, succeeded \(not counted\)$", out, re.M)
     assert re.search(r"^run 1: [\d.]+ s; status succeeded", out, re.M)
     assert "run 2:" not in out and "| total / budget (s) | " in out
+
+
+def test_the_h100_recording_with_launch_keys_is_within_every_budget(capsys) -> None:
+    """The same five commits on an H100 (2026-12-06, `--warm-up`), after pointer tables and
+    line tables left the launch's key: the comment reuses all 38 sections, the parameter
+    profiles its one new workload, one kernel's code its two; each run within its budget and
+    every series of 50 us or more within 1% (issue 33's table)."""
+    folder = H100_B.with_name("runner_cost_h100_c")
+    docs = [json.loads((folder / f"run-{i}.json").read_text()) for i in range(1, 6)]
+    assert [runner_cost.profiled(d) for d in docs] == [
+        (38, 0, 0), (0, 0, 38), (1, 0, 37), (2, 0, 36), (25, 0, 13)
+    ]  # fmt: skip
+    assert runner_cost.reread(folder, H100_B_CHANGES) == 0
+    table = capsys.readouterr().out
+    totals = ["85.6 / 90", "52.7 / 60", "44.6 / 60", "59.2 / 60", "69.6 / 90"]
+    assert "| total / budget (s) | " + " PASS | ".join(totals) + " PASS |" in table
