@@ -171,7 +171,7 @@ MUTATIONS = [
     (
         "a run's common offset, measured on its unchanged kernels, is taken out of the changes",
         "service/analysis/verdicts.py",
-        "offsets = _run_offsets(candidates, usable, units, tests, groups, own)",
+        "offsets = {i: o for i, o in measured.items() if o.evident}",
         "offsets: dict = {}",
         "tests/service/histories/test_run_offset.py",
     ),
@@ -185,8 +185,8 @@ MUTATIONS = [
     (
         "an offset within its controls' own wander is not taken out",
         "service/analysis/run_offset.py",
-        "if abs(log) <= EVIDENT * math.sqrt(spread):",
-        "if False:",
+        "return abs(self.log) > EVIDENT * math.sqrt(self.spread)",
+        "return True",
         "tests/benchmarks/test_history_replay.py",
     ),
     (
@@ -199,7 +199,7 @@ MUTATIONS = [
     (
         "a control's own wander is measured apart from the runs it shares with its group",
         "service/analysis/verdicts.py",
-        "alone = level.run_var if apart is None else min(level.run_var, apart)",
+        "alone = level.run_var if own[i] is None else min(level.run_var, own[i])",
         "alone = level.run_var",
         "tests/benchmarks/test_history_replay.py",
     ),
@@ -209,6 +209,27 @@ MUTATIONS = [
         "tests[i] = wander.test(head - offset.log, base, level, offset.var, alone)",
         "tests[i] = wander.test(head - offset.log, base, level, offset.var)",
         "tests/service/histories/test_run_offset.py",
+    ),
+    (
+        "a control's change is read against the runs the series it corrects is compared with",
+        "service/analysis/verdicts.py",
+        "if runs_of and len(seen) == len(runs_of) and set(runs_of) < set(c.baseline_runs):",
+        "if False:",
+        "tests/service/histories/test_run_offset.py",
+    ),
+    (
+        "where controls measured the run, the floor is the series' wander apart from its runs",
+        "service/analysis/verdicts.py",
+        "if offset is None or apart is None or level.young:",
+        "if True:",
+        "tests/service/histories/test_run_offset.py",
+    ),
+    (
+        "level shifts are left out of a series' wander apart from its group",
+        "service/analysis/run_offset.py",
+        "kept = steps[steps <= JUMP * scale]",
+        "kept = steps",
+        "tests/benchmarks/test_history_replay.py",
     ),
 ]
 

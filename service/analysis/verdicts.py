@@ -119,6 +119,9 @@ class Candidate:
     # The run each of `history` is of (set beside the same runs of the run's other series: how
     # far a control wanders apart from its run, service.analysis.run_offset); empty: unknown.
     history_runs: Sequence[Hashable] = ()
+    # The run of each of `baseline` (empty: unknown): a control's change, read against the same
+    # runs, measures the head run's offset from them (service.analysis.run_offset).
+    baseline_runs: Sequence[Hashable] = ()
     # Nothing that determines this series' kernels changed since its baseline: it measures
     # its run's common offset for the others of its group (the timing method, say).
     control: bool = False
@@ -202,7 +205,8 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
     groups = [(candidates[i].group, class_target(float(np.median(units[i][2])))) for i in usable]
     apart = run_offset.apart_vars([_history_logs(candidates[i]) for i in usable], groups)
     own = dict(zip(usable, apart, strict=True))
-    offsets = _run_offsets(candidates, usable, units, tests, groups, own)
+    measured = _run_offsets(candidates, usable, units, tests, groups, own)
+    offsets = {i: o for i, o in measured.items() if o.evident}
     for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
         head, base, _, level = units[i]
         if tests[i] is not None:
@@ -230,8 +234,7 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         next_change = sign * (later - base) / base if base and later is not None else None
         floor = max(
             class_floor(base),
-            noise_floor(c.noise_medians or medians),
-            NOISE_MULTIPLE * level.run_spread,
+            _wander_floor(c.noise_medians or medians, level, measured.get(i), own[i]),
         )
         out[i] = Comparison(
             c.key, change, floor, tested.p_value if tested else p_values[i], now, base,
@@ -254,6 +257,25 @@ def _net(samples: np.ndarray, offset: run_offset.Offset | None) -> np.ndarray:
     return samples if offset is None else samples * math.exp(-offset.log)
 
 
+def _wander_floor(
+    medians: list[float],
+    level: wander.Wander,
+    offset: run_offset.Offset | None,
+    apart: float | None,
+) -> float:
+    """NOISE_MULTIPLE x how far the series' runs wander: its segment's spread, and its runs'
+    (service.analysis.wander); where the run's controls measured its offset (taken out or
+    shown near zero) on a level old enough to know its wander, what is left is how far the series
+    wanders apart from its group's runs (`apart`) and what the controls leave unknown of the
+    offset, if that is less (short kernels' runs wander 3-4% together on an H100 and 0.5%
+    apart, and a 14% change would be under a floor of 12%)."""
+    raw = max(noise_floor(medians), NOISE_MULTIPLE * level.run_spread)
+    if offset is None or apart is None or level.young:
+        return raw
+    own = max(apart, level.process_var / level.processes)
+    return min(raw, NOISE_MULTIPLE * math.sqrt(own + offset.spread))
+
+
 def _run_offsets(
     candidates: list[Candidate],
     usable: list[int],
@@ -262,18 +284,17 @@ def _run_offsets(
     groups: list[Hashable],
     own: dict[int, float | None],
 ) -> dict[int, run_offset.Offset]:
-    """Each usable series' run offset, where controls of its group measure one: a control is a
-    series the caller marked so, on a level old enough to know its wander and tested on
-    processes; `groups` (per usable series): its timing method (the caller's `group`) and
-    duration class; `own`: how far each wanders apart from its group's runs (None: unknown)."""
-    changes, run_vars, process_vars, controls = [], [], [], []
+    """Each usable series' run offset, where controls of its group measure one (evident or not):
+    a control is a series the caller marked so, on a level old enough to know its wander and
+    tested on processes; `groups` (per usable series): its timing method (the caller's `group`)
+    and duration class; `own`: how far each wanders apart from its group's runs (None:
+    unknown). The controls' changes are read against each series' baseline runs (series that
+    share them, mostly all of a run's, are measured at once)."""
+    process_vars, controls, logs = [], [], []
     for i in usable:
         c = candidates[i]
-        _, _, medians, level = units[i]
-        base = float(np.median(medians))
-        now = float(np.median(c.head))
-        tested, head, runs = tests[i], units[i][0], len(units[i][1])
-        changes.append(math.log(now / base) if now > 0 and base > 0 else math.nan)
+        _, _, _, level = units[i]
+        head, runs = units[i][0], len(units[i][1])
         # What a control knows its change to beside the run's offset: its processes' noise
         # (the share between runs is what the controls share, the offset itself).
         process_vars.append(
@@ -281,14 +302,49 @@ def _run_offsets(
             if runs and head.size and level.processes
             else math.inf
         )
-        # How far it wanders on its own: apart from its group's runs where they were measured
-        # beside it, else all of its runs' wander (the offsets of its runs among it).
-        apart = own[i]
-        alone = level.run_var if apart is None else min(level.run_var, apart)
-        run_vars.append(alone * (1 + 1 / runs) if runs else math.inf)
-        controls.append(c.control and tested is not None and not level.young)
-    found = run_offset.offsets(changes, run_vars, process_vars, groups, controls)
-    return {i: o for i, o in zip(usable, found, strict=True) if o is not None}
+        controls.append(c.control and tests[i] is not None and not level.young)
+        logs.append(_history_logs(c) if controls[-1] else {})
+    views: dict[tuple[Hashable, ...], list[int]] = {}
+    for k, i in enumerate(usable):
+        views.setdefault(tuple(candidates[i].baseline_runs), []).append(k)
+    out: dict[int, run_offset.Offset] = {}
+    for runs_of, targets in views.items():
+        changes, run_vars = [], []
+        for k, i in enumerate(usable):
+            if not controls[k]:
+                changes.append(math.nan)
+                run_vars.append(math.inf)
+                continue
+            change, runs = _control_change(candidates[i], units[i], logs[k], runs_of)
+            changes.append(change)
+            # How far it wanders on its own: apart from its group's runs where they were
+            # measured beside it, else all of its runs' wander (the offsets of its runs among it).
+            level = units[i][3]
+            alone = level.run_var if own[i] is None else min(level.run_var, own[i])
+            run_vars.append(alone * (1 + 1 / runs) if runs else math.inf)
+        found = run_offset.offsets(changes, run_vars, process_vars, groups, controls, targets)
+        out |= {usable[k]: o for k, o in zip(targets, found, strict=True) if o is not None}
+    return out
+
+
+def _control_change(
+    c: Candidate,
+    unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander],
+    logs: dict[Hashable, float],
+    runs_of: tuple[Hashable, ...],
+) -> tuple[float, int]:
+    """A series' log change (its head's median) against the median of its run medians in the
+    runs `runs_of`, where they are among its own baseline's (the same level of its code: a
+    level shift of its own between them would read as an offset); else against its own
+    baseline. With the number of runs it was read against."""
+    now = float(np.median(c.head))
+    if now <= 0:
+        return math.nan, 0
+    seen = [logs[r] for r in runs_of if r in logs]
+    if runs_of and len(seen) == len(runs_of) and set(runs_of) < set(c.baseline_runs):
+        return math.log(now) - float(np.median(seen)), len(seen)
+    base = float(np.median(unit[2]))
+    return (math.log(now / base) if base > 0 else math.nan), len(unit[1])
 
 
 @dataclass(frozen=True)

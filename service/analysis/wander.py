@@ -88,12 +88,15 @@ def successive_spread(values: np.ndarray) -> float:
     """The robust standard deviation of one point of a sequence, from its first differences
     (their median absolute value x 1.4826 / sqrt(2)): a shift of level is one difference among
     many, so it barely moves it."""
-    if values.size < 2:
+    return step_spread(np.abs(np.diff(values)))
+
+
+def step_spread(steps: np.ndarray) -> float:
+    """`successive_spread` from the sizes of the steps between successive points."""
+    if steps.size == 0:
         return 0.0
-    differences = np.sort(np.abs(np.diff(values)))
-    middle = (
-        float(differences[(differences.size - 1) // 2] + differences[differences.size // 2]) / 2
-    )
+    ordered = np.sort(steps)
+    middle = float(ordered[(ordered.size - 1) // 2] + ordered[ordered.size // 2]) / 2
     return middle * 1.4826 / math.sqrt(2)
 
 

@@ -76,6 +76,7 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
             next_median=later[result.series_id][1] if result.series_id in later else None,
             history=base.history if base else [],
             history_runs=base.history_runs if base else [],
+            baseline_runs=[b.run_id for b in base.results] if base else [],
             control=result.id in unchanged,
             group=series[result.series_id].method,
             settled_at=min_level(base.segment.kind) if base else min_level("history"),

@@ -84,3 +84,25 @@ def test_a_runs_offset_measured_on_its_unchanged_kernels_brings_short_kernels_to
     assert replayed.accuracy["short"][0] >= short_within, replayed.accuracy
     assert replayed.accuracy["mid"][0] >= mid_within, replayed.accuracy
     assert replayed.accuracy["long"][0] == replayed.accuracy["long"][1], replayed.accuracy
+
+
+def test_the_live_h100_history_reads_its_short_kernels_changes_against_the_same_runs() -> None:
+    """The 14-commit history recorded end to end on an H100 with today's runner and service
+    (history_h100_live, 2026-12-06; its truth measured after it on the same GPU): its 4 us
+    kernels' whole runs sat up to 6% off together. With each control read against the runs a
+    kernel is compared with and the floor of a level whose runs wandered together set by how far
+    its kernels wander apart, the second step's fix of -14% is caught (12 of 12 short changes,
+    11 without) and the second step reads within 2 points on two of its three kernels (one
+    without); nothing innocent is called, nor any work notice raised."""
+    replayed = rows(history_replay.replay(RESULTS / "history_h100_live"))
+    after = score(replayed)
+    assert (after.false_regressions, after.false_improvements, after.false_notices) == (0, 0, 0)
+    assert after.false_after_shift == 0
+    assert all(caught == due > 0 for caught, due in after.recall.values()), after.recall
+    assert after.recall["short"] == (12, 12)
+    assert after.accuracy["long"] == (52, 52) and after.accuracy["mid"] == (52, 52)
+    table = {(r.commit, r.series): r for r in replayed}
+    fix = [table[(12, f"stream[cls=short,w={w}]")] for w in (9, 10, 11)]
+    assert all(r.verdict == "improved" and abs(r.reported - r.truth) < 0.02 for r in fix), fix
+    step = [table[(9, f"stream[cls=short,w={w}]")] for w in (9, 10, 11)]
+    assert sum(abs(r.reported - r.truth) < 0.02 for r in step) == 2, step

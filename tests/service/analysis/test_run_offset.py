@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from service.analysis import run_offset
+from service.analysis import run_offset, wander
 from service.analysis.verdicts import compare_many, decide
 from tests.service.analysis.test_wander import candidate, run
 
@@ -24,7 +24,8 @@ def test_each_series_offset_is_what_the_other_controls_of_its_group_measured() -
     groups = ["short", "short", "short", "short", "long", "short"]
     controls = [True, True, True, False, True, True]
     found = run_offset.offsets(changes, run_vars, process_vars, groups, controls)
-    assert found[0] == run_offset.Offset(-0.045, pytest.approx(2e-5), 2)  # of -0.04 and -0.05
+    # Of -0.04 and -0.05; what their wander leaves unknown of it: 1 / (1e4 + 1e4).
+    assert found[0] == run_offset.Offset(-0.045, pytest.approx(2e-5), 2, pytest.approx(5e-5))
     assert found[3] is not None and found[3].log == pytest.approx(-0.04)  # of three controls
     assert found[3].var == pytest.approx(math.pi / 2 * 4e-5 / 3) and found[3].controls == 3
     assert found[4] is None  # the only control of its group
@@ -42,9 +43,11 @@ def test_an_offset_within_its_controls_own_wander_is_not_taken_out() -> None:
     """A spilling SGEMM whose runs wander by 2.5% sitting 2.7% low is no evidence that its run
     sat off: the others of its group keep what they measured."""
     found = run_offset.offsets([-0.027, 0.05], [0.025**2, 1e-4], [1e-4] * 2, "aa", [True, False])
-    assert found == [None, None]
+    assert found[0] is None  # no other control
+    assert found[1] is not None and not found[1].evident  # measured, not to be taken out
     steady = run_offset.offsets([-0.027, 0.05], [0.005**2, 1e-4], [1e-4] * 2, "aa", [True, False])
-    assert steady[1] is not None and steady[1].log == pytest.approx(-0.027)
+    assert steady[1] is not None and steady[1].evident
+    assert steady[1].log == pytest.approx(-0.027)
 
 
 def short_suite(rng: np.random.Generator, sat: float, changed: dict[int, float]):
@@ -155,3 +158,45 @@ def test_each_values_others_median_is_the_median_without_it(k: int) -> None:
     for values in (rng.standard_normal(k), rng.integers(0, 3, k).astype(float)):  # ties too
         want = [np.median(np.delete(values, i)) for i in range(k)]
         assert run_offset.leave_one_out_medians(values) == pytest.approx(want)
+
+
+def test_a_controls_change_is_read_against_the_runs_the_series_is_compared_with() -> None:
+    """A kernel's young level has two runs, both 2.5% slow with the rest of their runs; at the
+    head the run sat 5% fast and the kernel got 20% slower. Its control, read against those two
+    runs, measures -7.3%, and the kernel reads +20%; read against its own long level (-5%), the
+    kernel would read +17%."""
+    rng = np.random.default_rng(31)
+    sat = [1.0, 1.003, 0.997, 1.002, 0.998, 1.001, 1.025, 1.025]  # runs 0-7; the head 0.95
+    runs = list(range(8))
+    pair = []
+    for key, level, slower, kept in ((0, 3.5, 1.0, runs), (1, 3.9, 1.2, runs[6:])):
+        base = [run(level * s, rng, processes=6, samples=60, process_sd=0.002, sample_sd=0.01)
+                for s in sat]  # fmt: skip
+        head = run(level * 0.95 * slower, rng, processes=6, samples=60, process_sd=0.002,
+                   sample_sd=0.01)  # fmt: skip
+        history = [float(np.median(b[0])) for b in base][::-1]  # nearest first
+        kept_base = [base[r] for r in kept][::-1]
+        c = candidate(head, kept_base, history=history)
+        pair.append(replace(c, key=key, group="cupti", control=key == 0, history_runs=runs[::-1],
+                            baseline_runs=kept[::-1]))  # fmt: skip
+    corrected = compare_many(pair)[1]
+    assert corrected is not None and corrected.controls == 1
+    assert corrected.offset == pytest.approx(0.95 / 1.025 - 1, abs=0.005)
+    assert corrected.change == pytest.approx(0.20, abs=0.01)
+    own_level = compare_many([replace(c, baseline_runs=()) for c in pair])[1]
+    assert own_level is not None and own_level.offset == pytest.approx(-0.05, abs=0.005)
+    assert own_level.change == pytest.approx(1.2 * 0.95 / 1.025 / 0.95 - 1, abs=0.01)  # +17%
+
+
+def test_a_series_wander_apart_from_its_group_leaves_out_their_level_shifts() -> None:
+    """Apart from the others' median, a kernel shifts wherever they do: three shifts among ten
+    runs are three of nine steps, and the median step would be one of them. Left out, what
+    remains is how far it wanders apart (0.3%), not 1%."""
+    rng = np.random.default_rng(32)
+    shifts = np.array([0, 0, 0, 0.18, 0.18, 0.18, 0.18, 0, 0, 0.15])
+    apart = shifts + 0.003 * rng.standard_normal(10)
+    assert wander.successive_spread(apart) > 0.006  # the shifts among the steps
+    assert run_offset.shift_free_spread(apart) == pytest.approx(0.003, abs=0.0015)
+    steady = 0.003 * rng.standard_normal(10)  # no shift: both the same
+    assert run_offset.shift_free_spread(steady) == wander.successive_spread(steady)
+    assert run_offset.shift_free_spread(np.array([0.01])) == 0.0
