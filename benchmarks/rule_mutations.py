@@ -109,8 +109,8 @@ MUTATIONS = [
     (
         "a young level's floor is what its processes and the series' history imply",
         "service/analysis/verdicts.py",
-        "            NOISE_MULTIPLE * level.run_spread,\n",
-        "",
+        "raw = max(noise_floor(medians), NOISE_MULTIPLE * level.run_spread)",
+        "raw = noise_floor(medians)",
         "tests/service/analysis/test_wander.py::test_a_young_levels_floor_is_what_its_processes_"
         "imply",
     ),
