@@ -72,7 +72,10 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attem
     """Open suspected alerts for new regressions (with one confirmation job for the run) and
     close active alerts whose series came back. A run analysed again (an earlier commit arrived
     after it) keeps the alerts it opened, but dismisses a still suspected one whose regression
-    it no longer finds. A pull request's run opens and closes none: its verdicts are the PR's
+    it no longer finds (its confirmation cancelled while no runner has it). A regression found
+    at a commit before one whose still suspected alert is on the same series (a pending verdict
+    the later run settled) opens its own: the later run, decided again after it, keeps or
+    dismisses its own. A pull request's run opens and closes none: its verdicts are the PR's
     own (compared with its merge base), not a change of the branch it targets."""
     if run.pull_request is not None:
         return
@@ -112,8 +115,14 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attem
                     "analysed again after an earlier commit arrived: no longer a regression "
                     f"({v.verdict})",
                 )
+                _drop_confirmation(session, mine, "the regressions it was to confirm are gone")
             continue
         alert = active.get(v.series_id)
+        if v.verdict == "regressed" and alert is not None and alert.state == "suspected":
+            if line is None:
+                line = _line(session, run)
+            if alert.commit_id not in line:  # a later commit's suspicion: this one came first
+                alert = None
         if v.verdict == "regressed" and (alert is None or alert.state == "fixed"):
             suspected.append(_suspect(session, run, v))
         elif alert is not None and v.verdict != "regressed" and _back(session, alert, v):
@@ -165,11 +174,11 @@ def _fixed_by(session: Session, alert: Alert, run: Run, v: Verdict) -> None:
         return
     if alert.state == "suspected":
         why += "; before any confirmation"
-        _drop_confirmation(session, alert)
+        _drop_confirmation(session, alert, "the regressions it was to confirm came back first")
     transition(session, alert, "fixed", "kernelwatch", why)
 
 
-def _drop_confirmation(session: Session, alert: Alert) -> None:
+def _drop_confirmation(session: Session, alert: Alert, why: str) -> None:
     """Cancel the alert's confirmation while no runner has it, unless another alert of the same
     job still waits for it."""
     if alert.confirm_job_id is None:
@@ -182,9 +191,7 @@ def _drop_confirmation(session: Session, alert: Alert) -> None:
         )
     )
     if waiting is None:
-        queue.cancel_if_queued(
-            session, alert.confirm_job_id, "the regressions it was to confirm came back first"
-        )
+        queue.cancel_if_queued(session, alert.confirm_job_id, why)
 
 
 def refusal(alert: Alert, state: str) -> str | None:
