@@ -231,6 +231,13 @@ MUTATIONS = [
         "kept = steps",
         "tests/benchmarks/test_history_replay.py",
     ),
+    (
+        "a pending regression the next run settles opens its alert at its own commit",
+        "service/evaluation/alerts.py",
+        "if alert.commit_id not in line:  # a later commit's suspicion: this one came first",
+        "if False:",
+        "tests/service/histories/test_pending_alerts.py",
+    ),
 ]
 
 
