@@ -198,7 +198,7 @@ MUTATIONS = [
     ),
     (
         "a control's own wander is measured apart from the runs it shares with its group",
-        "service/analysis/verdicts.py",
+        "service/analysis/run_controls.py",
         "alone = level.run_var if own[i] is None else min(level.run_var, own[i])",
         "alone = level.run_var",
         "tests/benchmarks/test_history_replay.py",
@@ -212,7 +212,7 @@ MUTATIONS = [
     ),
     (
         "a control's change is read against the runs the series it corrects is compared with",
-        "service/analysis/verdicts.py",
+        "service/analysis/run_controls.py",
         "if runs_of and len(seen) == len(runs_of) and set(runs_of) < set(c.baseline_runs):",
         "if False:",
         "tests/service/histories/test_run_offset.py",

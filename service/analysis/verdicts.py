@@ -35,13 +35,15 @@ head's change is not confirmed).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import false_discovery_control, mannwhitneyu
 
 from service.analysis import run_offset, wander
+from service.analysis.candidate import Candidate
+from service.analysis.run_controls import history_logs, run_offsets
 
 Q = 0.01
 NOISE_MULTIPLE = 3.0
@@ -95,39 +97,6 @@ class Comparison:
     # many controls measured it (0: nothing taken out).
     offset: float = 0.0
     controls: int = 0
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One series to compare: the head's samples and its baseline runs' samples, each with the
-    number of samples of each of its processes (stored back to back)."""
-
-    key: int
-    head: np.ndarray
-    baseline: list[np.ndarray]
-    lower_is_better: bool = True
-    baseline_medians: list[float] | None = None  # stored already: saves recomputing them
-    # The medians whose spread sets the noise floor (the baseline's whole segment); without
-    # them, the baseline runs' own medians.
-    noise_medians: list[float] | None = None
-    head_counts: Sequence[int] = ()  # samples per process; empty: one process
-    baseline_counts: list[Sequence[int]] = field(default_factory=list)
-    next_median: float | None = None  # the next run's median along the line, if there is one
-    # The series' run medians before the head, nearest first: its level's and earlier levels'
-    # (how far its runs wander, service.analysis.wander).
-    history: Sequence[float] = ()
-    # The run each of `history` is of (set beside the same runs of the run's other series: how
-    # far a control wanders apart from its run, service.analysis.run_offset); empty: unknown.
-    history_runs: Sequence[Hashable] = ()
-    # The run of each of `baseline` (empty: unknown): a control's change, read against the same
-    # runs, measures the head run's offset from them (service.analysis.run_offset).
-    baseline_runs: Sequence[Hashable] = ()
-    # Nothing that determines this series' kernels changed since its baseline: it measures
-    # its run's common offset for the others of its group (the timing method, say).
-    control: bool = False
-    group: Hashable = ""
-    # The results the level needs before its wander counts as measured (wander.min_level).
-    settled_at: int = wander.MIN_LEVEL
 
 
 def compare(
@@ -203,9 +172,9 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         testable = level.process_df or not level.young  # else the samples must stand in
         tests[i] = wander.test(head, base, level) if testable else None
     groups = [(candidates[i].group, class_target(float(np.median(units[i][2])))) for i in usable]
-    apart = run_offset.apart_vars([_history_logs(candidates[i]) for i in usable], groups)
+    apart = run_offset.apart_vars([history_logs(candidates[i]) for i in usable], groups)
     own = dict(zip(usable, apart, strict=True))
-    measured = _run_offsets(candidates, usable, units, tests, groups, own)
+    measured = run_offsets(candidates, usable, units, tests, groups, own)
     offsets = {i: o for i, o in measured.items() if o.evident}
     for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
         head, base, _, level = units[i]
@@ -245,13 +214,6 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
     return out
 
 
-def _history_logs(c: Candidate) -> dict[Hashable, float]:
-    """A series' earlier run medians by run (log), where it knows their runs."""
-    if len(c.history_runs) != len(c.history):
-        return {}
-    return {r: math.log(m) for r, m in zip(c.history_runs, c.history, strict=True) if m > 0}
-
-
 def _net(samples: np.ndarray, offset: run_offset.Offset | None) -> np.ndarray:
     """A head's samples net of its run's offset."""
     return samples if offset is None else samples * math.exp(-offset.log)
@@ -274,77 +236,6 @@ def _wander_floor(
         return raw
     own = max(apart, level.process_var / level.processes)
     return min(raw, NOISE_MULTIPLE * math.sqrt(own + offset.spread))
-
-
-def _run_offsets(
-    candidates: list[Candidate],
-    usable: list[int],
-    units: dict[int, tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]],
-    tests: dict[int, wander.LevelTest | None],
-    groups: list[Hashable],
-    own: dict[int, float | None],
-) -> dict[int, run_offset.Offset]:
-    """Each usable series' run offset, where controls of its group measure one (evident or not):
-    a control is a series the caller marked so, on a level old enough to know its wander and
-    tested on processes; `groups` (per usable series): its timing method (the caller's `group`)
-    and duration class; `own`: how far each wanders apart from its group's runs (None:
-    unknown). The controls' changes are read against each series' baseline runs (series that
-    share them, mostly all of a run's, are measured at once)."""
-    process_vars, controls, logs = [], [], []
-    for i in usable:
-        c = candidates[i]
-        _, _, _, level = units[i]
-        head, runs = units[i][0], len(units[i][1])
-        # What a control knows its change to beside the run's offset: its processes' noise
-        # (the share between runs is what the controls share, the offset itself).
-        process_vars.append(
-            level.process_var * (1 / head.size + 1 / (runs * level.processes))
-            if runs and head.size and level.processes
-            else math.inf
-        )
-        controls.append(c.control and tests[i] is not None and not level.young)
-        logs.append(_history_logs(c) if controls[-1] else {})
-    views: dict[tuple[Hashable, ...], list[int]] = {}
-    for k, i in enumerate(usable):
-        views.setdefault(tuple(candidates[i].baseline_runs), []).append(k)
-    out: dict[int, run_offset.Offset] = {}
-    for runs_of, targets in views.items():
-        changes, run_vars = [], []
-        for k, i in enumerate(usable):
-            if not controls[k]:
-                changes.append(math.nan)
-                run_vars.append(math.inf)
-                continue
-            change, runs = _control_change(candidates[i], units[i], logs[k], runs_of)
-            changes.append(change)
-            # How far it wanders on its own: apart from its group's runs where they were
-            # measured beside it, else all of its runs' wander (the offsets of its runs among it).
-            level = units[i][3]
-            alone = level.run_var if own[i] is None else min(level.run_var, own[i])
-            run_vars.append(alone * (1 + 1 / runs) if runs else math.inf)
-        found = run_offset.offsets(changes, run_vars, process_vars, groups, controls, targets)
-        out |= {usable[k]: o for k, o in zip(targets, found, strict=True) if o is not None}
-    return out
-
-
-def _control_change(
-    c: Candidate,
-    unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander],
-    logs: dict[Hashable, float],
-    runs_of: tuple[Hashable, ...],
-) -> tuple[float, int]:
-    """A series' log change (its head's median) against the median of its run medians in the
-    runs `runs_of`, where they are among its own baseline's (the same level of its code: a
-    level shift of its own between them would read as an offset); else against its own
-    baseline. With the number of runs it was read against."""
-    now = float(np.median(c.head))
-    if now <= 0:
-        return math.nan, 0
-    seen = [logs[r] for r in runs_of if r in logs]
-    if runs_of and len(seen) == len(runs_of) and set(runs_of) < set(c.baseline_runs):
-        return math.log(now) - float(np.median(seen)), len(seen)
-    base = float(np.median(unit[2]))
-    return (math.log(now / base) if base > 0 else math.nan), len(unit[1])
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from service.analysis.candidate import Candidate
 from service.analysis.segments import describe
-from service.analysis.verdicts import Candidate, compare_many, decide
+from service.analysis.verdicts import compare_many, decide
 from service.analysis.wander import min_level
 from service.core.sql import among
 from service.evaluation import notes, redefinitions

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from service.analysis import verdicts, wander
-from service.analysis.verdicts import Candidate, Comparison, compare_many, decide
+from service.analysis.candidate import Candidate
+from service.analysis.verdicts import Comparison, compare_many, decide
 
 
 def run(level: float, rng: np.random.Generator, processes: int = 3, samples: int = 20,
