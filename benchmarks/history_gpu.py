@@ -27,8 +27,8 @@ documents, and runs the confirmation the step's suspected regressions
 queue. Then every adjacent pair of commits is measured by an instrument of its own
 (benchmarks/history_truth.py: both builds in one process, interleaved A B / B A, L2 flushed,
 the same timing method), and the table prints, per commit and series, the true change, what
-kernelwatch reported, its verdict and its work notices, with the targets of the issue
-(benchmarks/history_table).
+kernelwatch reported, its verdict and its work notices, with the targets of the issue and
+whether each regression found has its alert at its commit (benchmarks/history_table).
 """
 
 from __future__ import annotations
@@ -325,6 +325,14 @@ def _setting(commit: dict[str, Any], w: Any) -> float:
 def rows(saved: dict[str, Any]) -> list[Row]:
     workloads = {w.id: w for w in all_workloads()}
     by_params = {(w.name, json.dumps(w.params, sort_keys=True)): w.id for w in workloads.values()}
+    alerts = saved.get("alerts")
+    # (commit, series) of every alert a person would still see (a dismissed one is gone).
+    alerted = {
+        (a["commit"], by_params.get((a["series"]["workload"],
+                                     json.dumps(a["series"]["params"], sort_keys=True))))
+        for a in alerts or []
+        if a["state"] != "dismissed"
+    }  # fmt: skip
     out = []
     changed_before: set[str] = set()
     previous: dict[str, float] = {}
@@ -376,6 +384,7 @@ def rows(saved: dict[str, Any]) -> list[Row]:
                 if spread and len(spread) > 1 else None,
                 notices=tuple(notices.get(wid, [])), wanders=w.name != "stream",
                 first=first.get(wid) if first.get(wid) != m.get("verdict") else None,
+                alerted=None if alerts is None else (commit["sha"], wid) in alerted,
             ))  # fmt: skip
             if changed:
                 changed_before.add(wid)

@@ -98,8 +98,11 @@ def rejudge(recorded: Path, db: Path, commits: list[dict[str, Any]]) -> Any:
 
 def replay(folder: Path) -> dict[str, Any]:
     """The history of `folder` with every commit's metrics as the current analysis decides."""
+    from sqlalchemy import select
+
     from service.core.db import session_factory
     from service.evaluation.commit_metrics import commit_metrics_data
+    from service.models import Alert, Commit, Series
     from service.store.commits import resolve_commit
 
     saved = _load(_either(folder / "history.json"))
@@ -115,9 +118,17 @@ def replay(folder: Path) -> dict[str, Any]:
             reported[commit["sha"]] = json.loads(
                 json.dumps(commit_metrics_data(session, found, repository, None), default=str)
             )
+        alerts = [
+            {"state": state, "commit": sha, "series": {"workload": workload, "params": params}}
+            for state, sha, workload, params in session.execute(
+                select(Alert.state, Commit.sha, Series.workload, Series.params)
+                .join(Commit, Commit.id == Alert.commit_id)
+                .join(Series, Series.id == Alert.series_id)
+            )
+        ]
     engine.dispose()
     shutil.rmtree(work, ignore_errors=True)
-    return {**saved, "reported": reported, "at_push": {}}
+    return {**saved, "reported": reported, "at_push": {}, "alerts": alerts}
 
 
 def main(argv: list[str] | None = None) -> int:

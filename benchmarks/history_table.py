@@ -38,6 +38,8 @@ class Row:
     wanders: bool = False  # a kernel whose runs wander (histsuite/wander.py)
     first: str | None = None  # the verdict when the commit was pushed, where the next run
     # settled it otherwise (a pending verdict on a level of one run)
+    # An alert of the series at this commit that was not dismissed (None: no alerts recorded).
+    alerted: bool | None = None
 
     @property
     def error(self) -> float | None:
@@ -62,9 +64,12 @@ class Score:
     unsettled: dict[str, int] = field(default_factory=dict)
     false_notices: int = 0  # work notices on series whose kernel the commit did not change
     wander_accuracy: tuple[int, int] = (0, 0)  # wandering kernels: (within 2 pp, compared)
+    # Regressions found on series the commit changed: (with an alert at their commit, all);
+    # None where the history recorded no alerts.
+    alerted: tuple[int, int] | None = None
 
     def passed(self) -> dict[str, bool]:
-        return {
+        out = {
             "no false verdict after a shift": self.false_after_shift == 0,
             "false regressions <= 1 per 100 innocent series-commits": self.false_regressions
             <= FALSE_RATE * self.innocent,
@@ -76,6 +81,11 @@ class Score:
                 for c, (caught, due) in self.recall.items()
             },
         }
+        if self.alerted is not None:
+            out["every regression found has its alert at its commit"] = (
+                self.alerted[0] == self.alerted[1]
+            )
+        return out
 
 
 def _target(cls: str) -> float:
@@ -120,7 +130,14 @@ def score(rows: list[Row]) -> Score:
         cls: (sum(r.cls == cls for r in within), sum(r.cls == cls for r in compared))
         for cls in TARGETS
     }
+    found = [r for r in rows if r.changed and r.verdict == "regressed"]
+    alerted = (
+        (sum(bool(r.alerted) for r in found), len(found))
+        if any(r.alerted is not None for r in rows)
+        else None
+    )
     return Score(
+        alerted=alerted,
         false_notices=sum(len(r.notices) for r in innocent),
         wander_accuracy=(sum(abs(r.error or 0) <= ACCURACY_PP for r in wandering), len(wandering)),
         accuracy=accuracy,
@@ -177,6 +194,9 @@ def render(rows: list[Row]) -> str:
     if s.wander_accuracy[1]:
         good, n = s.wander_accuracy
         lines.append(f"  kernels whose runs wander (not held to it): {good} of {n}")
+    if s.alerted is not None:
+        lines.append(f"regressions found with their alert at their commit: {s.alerted[0]} of "
+                     f"{s.alerted[1]}")  # fmt: skip
     for cls, (caught, due) in s.recall.items():
         left = s.unsettled.get(cls, 0)
         pending = f" ({left} more pending where the recording ended)" if left else ""

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +120,19 @@ def test_crying_wolf_misreporting_and_missing_fail() -> None:
     missed = score(rows({**RIGHT, 7: (-0.047, "unchanged")}, TRUE))
     assert missed.recall["long"] == (1, 2)
     assert not missed.passed()["recall >= 95% at >= 2% (long)"]
+
+
+def test_a_regression_found_without_its_alert_fails() -> None:
+    """Where the history recorded its alerts, each regression found must have one at its
+    commit; a history without them is not judged on it."""
+    found = [replace(r, alerted=r.commit == 3) for r in rows(RIGHT, TRUE)]
+    assert score(found).alerted == (1, 1)
+    assert score(found).passed()["every regression found has its alert at its commit"]
+    lost = [replace(r, alerted=False) for r in found]
+    assert score(lost).alerted == (0, 1)
+    assert "FAIL every regression found has its alert at its commit" in render(lost)
+    assert score(rows(RIGHT, TRUE)).alerted is None
+    assert "every regression found" not in render(rows(RIGHT, TRUE))
 
 
 def test_the_truth_is_the_change_of_the_central_values_over_every_process() -> None:
