@@ -199,8 +199,8 @@ MUTATIONS = [
     (
         "a control's own wander is measured apart from the runs it shares with its group",
         "service/analysis/run_controls.py",
-        "alone = level.run_var if own[i] is None else min(level.run_var, own[i])",
-        "alone = level.run_var",
+        "alone.append(level.run_var if own[i] is None else min(level.run_var, own[i]))",
+        "alone.append(level.run_var)",
         "tests/benchmarks/test_history_replay.py",
     ),
     (

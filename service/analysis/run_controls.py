@@ -31,18 +31,19 @@ def run_offsets(
     tests: dict[int, wander.LevelTest | None],
     groups: list[Hashable],
     own: dict[int, float | None],
+    logs: list[dict[Hashable, float]],
 ) -> dict[int, run_offset.Offset]:
     """Each usable series' run offset, where controls of its group measure one (evident or not):
     a control is a series the caller marked so, on a level old enough to know its wander and
     tested on processes; `groups` (per usable series): its timing method (the caller's `group`)
     and duration class; `own`: how far each wanders apart from its group's runs (None:
-    unknown). The controls' changes are read against each series' baseline runs (series that
-    share them, mostly all of a run's, are measured at once)."""
-    process_vars, controls, logs = [], [], []
+    unknown); `logs`: each one's earlier run medians by run (`history_logs`). The controls'
+    changes are read against each series' baseline runs (series that share them, mostly all
+    of a run's, are measured at once)."""
+    process_vars, controls, alone = [], [], []
     for i in usable:
-        c = candidates[i]
-        _, _, _, level = units[i]
-        head, runs = units[i][0], len(units[i][1])
+        head, base, _, level = units[i]
+        runs = len(base)
         # What a control knows its change to beside the run's offset: its processes' noise
         # (the share between runs is what the controls share, the offset itself).
         process_vars.append(
@@ -50,8 +51,10 @@ def run_offsets(
             if runs and head.size and level.processes
             else math.inf
         )
-        controls.append(c.control and tests[i] is not None and not level.young)
-        logs.append(history_logs(c) if controls[-1] else {})
+        controls.append(candidates[i].control and tests[i] is not None and not level.young)
+        # How far it wanders on its own: apart from its group's runs where they were measured
+        # beside it, else all of its runs' wander (the offsets of its runs among it).
+        alone.append(level.run_var if own[i] is None else min(level.run_var, own[i]))
     views: dict[tuple[Hashable, ...], list[int]] = {}
     for k, i in enumerate(usable):
         views.setdefault(tuple(candidates[i].baseline_runs), []).append(k)
@@ -59,17 +62,13 @@ def run_offsets(
     for runs_of, targets in views.items():
         changes, run_vars = [], []
         for k, i in enumerate(usable):
-            if not controls[k]:
-                changes.append(math.nan)
-                run_vars.append(math.inf)
-                continue
-            change, runs = control_change(candidates[i], units[i], logs[k], runs_of)
+            change, runs = (
+                control_change(candidates[i], units[i], logs[k], runs_of)
+                if controls[k]
+                else (math.nan, 0)
+            )
             changes.append(change)
-            # How far it wanders on its own: apart from its group's runs where they were
-            # measured beside it, else all of its runs' wander (the offsets of its runs among it).
-            level = units[i][3]
-            alone = level.run_var if own[i] is None else min(level.run_var, own[i])
-            run_vars.append(alone * (1 + 1 / runs) if runs else math.inf)
+            run_vars.append(alone[k] * (1 + 1 / runs) if runs else math.inf)
         found = run_offset.offsets(changes, run_vars, process_vars, groups, controls, targets)
         out |= {usable[k]: o for k, o in zip(targets, found, strict=True) if o is not None}
     return out

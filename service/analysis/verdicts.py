@@ -172,9 +172,10 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
         testable = level.process_df or not level.young  # else the samples must stand in
         tests[i] = wander.test(head, base, level) if testable else None
     groups = [(candidates[i].group, class_target(float(np.median(units[i][2])))) for i in usable]
-    apart = run_offset.apart_vars([history_logs(candidates[i]) for i in usable], groups)
+    logs = [history_logs(candidates[i]) for i in usable]
+    apart = run_offset.apart_vars(logs, groups)
     own = dict(zip(usable, apart, strict=True))
-    measured = run_offsets(candidates, usable, units, tests, groups, own)
+    measured = run_offsets(candidates, usable, units, tests, groups, own, logs)
     offsets = {i: o for i, o in measured.items() if o.evident}
     for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
         head, base, _, level = units[i]
