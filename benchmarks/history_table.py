@@ -67,6 +67,10 @@ class Score:
     # Regressions found on series the commit changed: (with an alert at their commit, all);
     # None where the history recorded no alerts.
     alerted: tuple[int, int] | None = None
+    # Changes of at least their class target (steady kernels, |truth| <= 50%) that the commit
+    # made: (reported within 2 pp of the truth, all). An innocent series' reading is its run's
+    # offset, held by the check of every steady series above.
+    detected_within: tuple[int, int] = (0, 0)
 
     def passed(self) -> dict[str, bool]:
         out = {
@@ -75,6 +79,9 @@ class Score:
             <= FALSE_RATE * self.innocent,
             "reported within 2 pp of the truth (|truth| <= 50%, steady kernels)": self.within
             == self.compared,
+            "every change of at least its class target within 2 pp of the truth": (
+                self.detected_within[0] == self.detected_within[1]
+            ),
             "no work notice on an innocent series-commit": self.false_notices == 0,
             **{
                 f"recall >= 95% at >= {_target(c):.0%} ({c})": due > 0 and caught >= RECALL * due
@@ -106,6 +113,7 @@ def score(rows: list[Row]) -> Score:
         r for r in rows if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO and r.wanders
     ]
     within = [r for r in compared if abs(r.error or 0) <= ACCURACY_PP]
+    targeted = [r for r in compared if r.changed and abs(r.truth or 0) >= TARGETS[r.cls]]
     worst = max(compared, key=lambda r: abs(r.error or 0), default=None)
     recall: dict[str, tuple[int, int]] = {}
     unsettled: dict[str, int] = {}
@@ -138,6 +146,7 @@ def score(rows: list[Row]) -> Score:
     )
     return Score(
         alerted=alerted,
+        detected_within=(sum(abs(r.error or 0) <= ACCURACY_PP for r in targeted), len(targeted)),
         false_notices=sum(len(r.notices) for r in innocent),
         wander_accuracy=(sum(abs(r.error or 0) <= ACCURACY_PP for r in wandering), len(wandering)),
         accuracy=accuracy,
@@ -191,6 +200,8 @@ def render(rows: list[Row]) -> str:
     lines.append(
         "  by class: " + ", ".join(f"{cls} {good} of {n}" for cls, (good, n) in s.accuracy.items())
     )
+    lines.append(f"  changes of at least their class target: {s.detected_within[0]} of "
+                 f"{s.detected_within[1]}")  # fmt: skip
     if s.wander_accuracy[1]:
         good, n = s.wander_accuracy
         lines.append(f"  kernels whose runs wander (not held to it): {good} of {n}")

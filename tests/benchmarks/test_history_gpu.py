@@ -122,6 +122,22 @@ def test_crying_wolf_misreporting_and_missing_fail() -> None:
     assert not missed.passed()["recall >= 95% at >= 2% (long)"]
 
 
+def test_a_change_of_its_class_target_read_off_by_more_than_2_points_fails() -> None:
+    """Issue 31's bar: every change of at least its class target (2% for a long kernel) within
+    2 points of the truth; an innocent series read off by its run's offset fails only the check
+    of every steady series."""
+    check = "every change of at least its class target within 2 pp of the truth"
+    right = score(rows(RIGHT, TRUE))
+    assert right.detected_within == (2, 2) and right.passed()[check]
+    off = score(rows({**RIGHT, 7: (-0.071, "improved")}, TRUE))
+    assert off.detected_within == (1, 2) and not off.passed()[check]
+    assert f"FAIL {check}" in render(rows({**RIGHT, 7: (-0.071, "improved")}, TRUE))
+    innocent = score(rows({**RIGHT, 5: (0.025, "unchanged")}, TRUE))
+    assert innocent.passed()[check] and innocent.within == innocent.compared - 1
+    small = {3: 0.015, 7: -0.015}  # below the long class's 2%: held by the other check alone
+    assert score(rows({3: (0.045, "regressed")}, small)).detected_within == (0, 0)
+
+
 def test_a_regression_found_without_its_alert_fails() -> None:
     """Where the history recorded its alerts, each regression found must have one at its
     commit; a history without them is not judged on it."""

@@ -111,3 +111,20 @@ def test_the_live_h100_history_reads_its_short_kernels_changes_against_the_same_
     assert all(r.verdict == "improved" and abs(r.reported - r.truth) < 0.02 for r in fix), fix
     step = [table[(9, f"stream[cls=short,w={w}]")] for w in (9, 10, 11)]
     assert sum(abs(r.reported - r.truth) < 0.02 for r in step) == 2, step
+
+
+def test_the_second_live_h100_history_meets_the_bars_as_it_was_decided() -> None:
+    """The 14-commit history recorded again end to end on a fresh H100 with the rules of the
+    first one's fixes (history_h100_live_b, 2026-12-06; its truth measured after it on the same
+    GPU, four processes): as decided live, nothing innocent is called or noticed, every change
+    of at least its class target is caught within 2 points of the truth, and every regression
+    found has its alert at its commit. A replay of its runs decides the same."""
+    recorded = score(rows(_load(RESULTS / "history_h100_live_b" / "history.json.gz")))
+    replayed = score(rows(history_replay.replay(RESULTS / "history_h100_live_b")))
+    for s in (recorded, replayed):
+        assert (s.false_regressions, s.false_improvements, s.false_notices) == (0, 0, 0)
+        assert s.false_after_shift == 0
+        assert all(caught == due > 0 for caught, due in s.recall.values()), s.recall
+        assert s.detected_within == (28, 28), s.detected_within
+        assert s.alerted == (21, 21)
+        assert s.accuracy["long"] == (52, 52) and s.accuracy["mid"] == (52, 52)
