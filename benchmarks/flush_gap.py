@@ -69,6 +69,7 @@ def build(out: Path) -> dict[str, str]:
 
 
 def one_process(builds: dict[str, str]) -> dict[str, Any]:
+    """One fresh process's samples: per condition and short workload, base and head (us)."""
     import cupy as cp
     from histsuite.workloads import stream_workloads
 
