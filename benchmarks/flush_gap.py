@@ -53,17 +53,14 @@ CONTEXT_FILLER_MAX_BYTES = 1 << 30
 
 def build(out: Path) -> dict[str, str]:
     """The suite's base build and its first step's, each from a copy of the suite."""
-    from histsuite.build import device_arch, nvcc
+    from histsuite.build import build as nvcc_build
 
     folders = {}
     for name, extras in (("base", {}), ("head", STEP)):
         cuda = out / f"src_{name}"
         shutil.copytree(SUITE / "histsuite" / "cuda", cuda)
         (cuda / "extra.h").write_text(extra_header(extras))
-        (out / name).mkdir()
-        cmd = [nvcc(), "-cubin", f"-arch={device_arch()}", "-O3"]
-        subprocess.run([*cmd, "-o", str(out / name / "stream.cubin"), str(cuda / "stream.cu")],
-                       check=True)  # fmt: skip
+        nvcc_build(out / name, cuda=cuda)
         folders[name] = str(out / name)
     return folders
 

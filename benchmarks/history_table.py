@@ -67,9 +67,9 @@ class Score:
     # Regressions found on series the commit changed: (with an alert at their commit, all);
     # None where the history recorded no alerts.
     alerted: tuple[int, int] | None = None
-    # Changes of at least their class target (steady kernels, |truth| <= 50%) that the commit
-    # made: (reported within 2 pp of the truth, all). An innocent series' reading is its run's
-    # offset, held by the check of every steady series above.
+    # Changes of at least their class target (steady kernels, |truth| <= 50%): (reported within
+    # 2 pp of the truth, all). An innocent series' small reading is its run's offset, held by
+    # the check of every steady series above.
     detected_within: tuple[int, int] = (0, 0)
 
     def passed(self) -> dict[str, bool]:
@@ -113,7 +113,7 @@ def score(rows: list[Row]) -> Score:
         r for r in rows if r.error is not None and abs(r.truth or 0) <= ACCURACY_UP_TO and r.wanders
     ]
     within = [r for r in compared if abs(r.error or 0) <= ACCURACY_PP]
-    targeted = [r for r in compared if r.changed and abs(r.truth or 0) >= TARGETS[r.cls]]
+    targeted = [r for r in compared if abs(r.truth or 0) >= TARGETS[r.cls]]
     worst = max(compared, key=lambda r: abs(r.error or 0), default=None)
     recall: dict[str, tuple[int, int]] = {}
     unsettled: dict[str, int] = {}

@@ -35,11 +35,12 @@ def device_arch() -> str:
         return "sm_90"
 
 
-def build(out: Path, arch: str | None = None) -> list[Path]:
+def build(out: Path, arch: str | None = None, cuda: Path = CUDA) -> list[Path]:
+    """Each source of `cuda` (a copy of histsuite/cuda, the default this one) to its cubin."""
     out.mkdir(parents=True, exist_ok=True)
     arch = arch or device_arch()
     written = []
-    for name, source in SOURCES.items():
+    for name, source in ((name, cuda / source.name) for name, source in SOURCES.items()):
         cmd = [nvcc(), "-cubin", f"-arch={arch}", "-O3", "-Xptxas", "-v"]
         cmd += ["-o", str(out / name), str(source)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
