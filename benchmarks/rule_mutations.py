@@ -11,6 +11,7 @@ must. Exit status 1 when a broken rule went unnoticed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -102,8 +103,8 @@ MUTATIONS = [
     (
         "a change on a level of one run is pending until the next run",
         "service/analysis/verdicts.py",
-        "        elif not c.young:",
-        "        elif True:",
+        "    if not c.young:",
+        "    if True:",
         "tests/service/histories/test_wander.py",
     ),
     (
@@ -238,12 +239,222 @@ MUTATIONS = [
         "if False:",
         "tests/service/histories/test_pending_alerts.py",
     ),
+    # Issue 46: rules no test held (25 hand-made mutations, 15 killed), each pinned directly.
+    (
+        "active alerts are the run's branch's own: main's open alert does not swallow release's",
+        "service/evaluation/alerts.py",
+        "            Alert.branch == run.branch,\n",
+        "",
+        "tests/service/evaluation/test_alerts.py::test_an_open_alert_on_main_does_not_swallow_a_"
+        "regression_on_release",
+    ),
+    (
+        "active alerts are the run's branch's own: a fix on release does not close main's alert",
+        "service/evaluation/alerts.py",
+        "            Alert.branch == run.branch,\n",
+        "",
+        "tests/service/evaluation/test_alerts.py::test_a_fix_on_a_release_branch_cut_after_the_"
+        "regression_does_not_close_mains_alert",
+    ),
+    (
+        "an alert's attribution reads the newest run of its base commit",
+        "service/evaluation/alerts.py",
+        ".order_by(Run.id.desc())",
+        ".order_by(Run.id.asc())",
+        "tests/service/evaluation/test_alerts.py::test_the_attribution_reads_the_newest_run_of_a_"
+        "base_commit_measured_twice",
+    ),
+    (
+        "a fix is back within the class floor of the level the alert regressed from (not twice)",
+        "service/evaluation/alerts.py",
+        "(result.median - base) / base <= class_floor(base)",
+        "(result.median - base) / base <= 2 * class_floor(base)",
+        "tests/service/evaluation/test_alerts.py::test_a_series_is_fixed_only_once_back_within_the_"
+        "class_floor_of_its_earlier_level",
+    ),
+    (
+        "a fix is back within the class floor of the level the alert regressed from (not below)",
+        "service/evaluation/alerts.py",
+        "(result.median - base) / base <= class_floor(base)",
+        "(result.median - base) / base <= 0",
+        "tests/service/evaluation/test_alerts.py::test_a_series_is_fixed_only_once_back_within_the_"
+        "class_floor_of_its_earlier_level",
+    ),
+    (
+        "of a commit measured twice, the newer run is the previous run of the line",
+        "service/evaluation/evaluate.py",
+        "newest[commit_id] = max(run_id, newest.get(commit_id, run_id))",
+        "newest[commit_id] = min(run_id, newest.get(commit_id, run_id))",
+        "tests/service/evaluation/test_work_rules.py::test_a_workload_the_newer_run_of_a_commit_"
+        "measured_is_missing_from_the_next_commit",
+    ),
+    (
+        "of a commit measured twice, the newer run is the base of the next one's work verdicts",
+        "service/evaluation/evaluate.py",
+        "newest[commit_id] = max(run_id, newest.get(commit_id, run_id))",
+        "newest[commit_id] = min(run_id, newest.get(commit_id, run_id))",
+        "tests/service/evaluation/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
+        "newer_run_of_a_commit_measured_twice",
+    ),
+    (
+        "a work counter's base is the previous run of the line, not an older one",
+        "service/evaluation/work_verdicts.py",
+        "previous = window[0] if window else None",
+        "previous = window[-1] if window else None",
+        "tests/service/evaluation/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
+        "previous_run_not_an_older_one",
+    ),
+    (
+        "ncu's launch figures are part of a kernel's determinants beside the runner's digest",
+        "service/analysis/work.py",
+        '    return f"{runner_key}:{launch}"',
+        "    return runner_key",
+        "tests/service/evaluation/test_work_rules.py::test_one_runner_digest_launched_otherwise_is_"
+        "not_the_same_determinants",
+    ),
+    (
+        "a kernel launched on another grid is no control of the run's offset",
+        "service/analysis/work.py",
+        '    return f"{runner_key}:{launch}"',
+        "    return runner_key",
+        "tests/service/evaluation/test_work_rules.py::test_a_kernel_launched_on_another_grid_is_no_"
+        "control_of_the_runs_offset",
+    ),
+    (
+        "a failure posted with retry is requeued only while the job has attempts left",
+        "service/store/jobs.py",
+        "if not succeeded and retry and job.attempt < job.max_attempts:",
+        "if not succeeded and retry:",
+        "tests/service/store/test_queue.py::test_a_job_that_keeps_failing_with_retry_ends_failed_"
+        "after_its_last_attempt",
+    ),
+    (
+        "a webhook signature must name sha256",
+        "service/api/routes/webhooks.py",
+        'if algorithm != "sha256" or not _HEX_DIGEST.fullmatch(signature):',
+        "if not _HEX_DIGEST.fullmatch(signature):",
+        "tests/service/api/test_webhook.py::test_the_right_digest_under_another_algorithms_name_"
+        "is_401",
+    ),
+    (
+        "only application/json and application/*+json are taken as JSON",
+        "service/api/body.py",
+        'json_like = media.startswith("application/") and media.endswith("+json")',
+        'json_like = "json" in media',
+        "tests/service/api/test_body.py::test_a_media_type_that_merely_mentions_json_is_415",
+    ),
+    (
+        "git's <transport>::<address> form is a transport whatever its name, never a path",
+        "service/core/clone_urls.py",
+        'if "::" in url.split("/", 1)[0]:',
+        'if url.lower().startswith("ext::"):',
+        "tests/service/core/test_clone_urls.py::test_any_git_transport_is_refused_even_where_"
+        "local_paths_are_allowed",
+    ),
+    (
+        "every output of a workload is judged, not only the last",
+        "runner/worker/process.py",
+        "for name, expected in reference.items():",
+        "for name, expected in list(reference.items())[-1:]:",
+        "tests/runner/worker/test_process.py::test_a_wrong_first_output_fails_the_workload_though_"
+        "its_last_is_right",
+    ),
+    (
+        "the profile-reuse key holds the host's CUDA runtime version",
+        "runner/profile/reuse.py",
+        '"driver_version", "cuda_runtime_version", "cupy_version",',
+        '"driver_version", "cupy_version",',
+        "tests/runner/profile/test_reuse.py::test_another_cuda_runtime_cupy_nvcc_or_python_"
+        "version_profiles_again[cuda_runtime]",
+    ),
+    (
+        "the profile-reuse key holds the host's CuPy version",
+        "runner/profile/reuse.py",
+        '"cuda_runtime_version", "cupy_version",',
+        '"cuda_runtime_version",',
+        "tests/runner/profile/test_reuse.py::test_another_cuda_runtime_cupy_nvcc_or_python_"
+        "version_profiles_again[cupy]",
+    ),
+    (
+        "the profile-reuse key holds the host's nvcc version",
+        "runner/profile/reuse.py",
+        '"nvcc_version", "ncu_version")',
+        '"ncu_version")',
+        "tests/runner/profile/test_reuse.py::test_another_cuda_runtime_cupy_nvcc_or_python_"
+        "version_profiles_again[nvcc]",
+    ),
+    (
+        "the profile-reuse key holds the host's Python version",
+        "runner/profile/reuse.py",
+        'host["python"] = (environment.get("host") or {}).get("python")',
+        "pass",
+        "tests/runner/profile/test_reuse.py::test_another_cuda_runtime_cupy_nvcc_or_python_"
+        "version_profiles_again[python]",
+    ),
+    # Issue 46 item 1: one kernel's own change never moves another's verdict.
+    (
+        "a control apart from the others whose reading is a change of its own is left out",
+        "service/analysis/run_offset.py",
+        "beyond = [k for k in range(len(members)) if apart[k] > OWN_CHANGE]",
+        "beyond = []",
+        "tests/service/analysis/test_run_offset.py::test_a_control_whose_reading_is_a_change_of_"
+        "its_own_measures_no_offset",
+    ),
+    (
+        "a control left alone whose own reading is a change measures no offset",
+        "service/analysis/run_offset.py",
+        "kept[members[0]] = not changed[members[0]]",
+        "kept[members[0]] = True",
+        "tests/service/histories/test_own_change_no_offset.py",
+    ),
+    (
+        "a verdict one control's offset would flip waits for the next run",
+        "service/analysis/verdicts.py",
+        "if c.alternative is None or measured.verdict == net.verdict:",
+        "if True:",
+        "tests/service/analysis/test_run_offset.py::test_a_control_that_moved_on_its_own_within_"
+        "its_floor_flips_nothing",
+    ),
+    (
+        "the next run settles a verdict one control would flip: a change only where it stays",
+        "service/analysis/verdicts.py",
+        "stays = c.next_raw * moved.change > 0 and abs(c.next_raw) > moved.floor",
+        "stays = True",
+        "tests/service/analysis/test_run_offset.py::test_a_verdict_one_control_would_flip_waits_"
+        "for_the_next_run",
+    ),
+    (
+        "a series whose kernels did not change says its time went to the host code around them",
+        "service/evaluation/evaluate.py",
+        "same_kernels=result.id in unchanged,",
+        "same_kernels=False,",
+        "tests/service/histories/test_own_change_no_offset.py::test_a_series_that_moved_while_its_"
+        "kernels_did_not_says_where_the_time_went",
+    ),
+    (
+        "an alert on a workload whose kernels did not change names the time between them",
+        "service/evaluation/attribution.py",
+        "same = base_run is not None and host_time.same_kernels(base.determinants, "
+        "head.determinants)",
+        "same = False",
+        "tests/service/histories/test_own_change_no_offset.py::test_a_series_that_moved_while_its_"
+        "kernels_did_not_says_where_the_time_went",
+    ),
+    # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
+    (
+        "a bisection measures each commit under whichever definition it carries",
+        "service/evaluation/bisect.py",
+        "definitions = _definitions(session, alert, series)",
+        "definitions = (series,)",
+        "tests/service/histories/test_redefined_workload.py::test_a_redefinition_inside_a_push_of_"
+        "three_commits_is_bisected_to_its_commit",
+    ),
 ]
 
 
-def run(postgres: str | None) -> int:
+def run(postgres: str | None, mutations: list | None = None) -> int:
     rows, missed = [], 0
-    for rule, path, line, broken, test in MUTATIONS:
+    for rule, path, line, broken, test in MUTATIONS if mutations is None else mutations:
         with tempfile.TemporaryDirectory(prefix="kw-mutation-") as tmp:
             tree = Path(tmp) / "tree"
             shutil.copytree(
@@ -267,10 +478,13 @@ def run(postgres: str | None) -> int:
                 text=True,
                 check=False,
             )
-        red = done.returncode != 0
+        # Only failed tests are a caught mutation: a copy that does not even collect (pytest's
+        # status 2-5) says nothing of the rule.
+        red = done.returncode == 1
         missed += not red
         tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-200:]
-        rows.append(f"| {rule} | {path} | {'RED (caught)' if red else 'GREEN (missed)'} | {tail} |")
+        said = "RED (caught)" if red else "GREEN (missed)" if done.returncode == 0 else "ERROR"
+        rows.append(f"| {rule} | {path} | {said} | {tail} |")
     print("| rule | broken in | test | pytest said |")
     print("|---|---|---|---|")
     print("\n".join(rows))
@@ -280,7 +494,15 @@ def run(postgres: str | None) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", help="also run the tests on this PostgreSQL")
-    return run(parser.parse_args(argv).postgres)
+    parser.add_argument(
+        "--only",
+        metavar="FILE",
+        help="run only the mutations of this JSON file (a list of [rule, file, line, broken, "
+        "test]), e.g. to try a new one before it joins MUTATIONS",
+    )
+    args = parser.parse_args(argv)
+    only = json.loads(Path(args.only).read_text()) if args.only else None
+    return run(args.postgres, only)
 
 
 if __name__ == "__main__":

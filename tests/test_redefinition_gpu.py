@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -67,9 +68,8 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def suite_repo(path: Path) -> tuple[Path, str, str, str]:
-    """This tree's suite with the dropout's grid a parameter, that grid redefined in place, and
-    a commit that changes no kernel."""
+def grid_as_parameter(path: Path) -> str:
+    """A repository of this tree's suite whose dropout's grid is a parameter: its commit."""
     path.mkdir()
     shutil.copy2(ROOT / "kernelwatch.toml", path / "kernelwatch.toml")
     shutil.copytree(
@@ -79,7 +79,13 @@ def suite_repo(path: Path) -> tuple[Path, str, str, str]:
         for old, new in edits:
             edit(path / name, old, new)
     git(path, "init", "-q", "-b", "main")
-    first = commit_all(path, "dropout: its launch's grid a parameter")
+    return commit_all(path, "dropout: its launch's grid a parameter")
+
+
+def suite_repo(path: Path) -> tuple[Path, str, str, str]:
+    """This tree's suite with the dropout's grid a parameter, that grid redefined in place, and
+    a commit that changes no kernel."""
+    first = grid_as_parameter(path)
     edit(path / "kernels" / "workloads.py", f"blocks={BLOCKS_BEFORE}", f"blocks={BLOCKS_AFTER}")
     second = commit_all(path, "dropout: one block per SM")
     (path / "NOTES.md").write_text("The dropout runs one block per SM.\n")
@@ -122,13 +128,16 @@ def measured_change(build_dir: Path) -> float:
     return float(np.median(times[BLOCKS_AFTER]) / np.median(times[BLOCKS_BEFORE]) - 1)
 
 
-@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_a_launch_setting_redefined_in_place_is_judged_against_the_old_series(
-    service,  # noqa: F811
+def pushed_to_agent(
+    url: str,
+    env: dict,
+    repo: Path,
+    pushes: list[list[str]],
+    settled: Callable[[str], bool],
     tmp_path: Path,
 ) -> None:
-    url, env = service
-    repo, first, second, third = suite_repo(tmp_path / "repo")
+    """Each push (its commits, oldest first) signed to the service and its head's job done by
+    a real agent on this GPU, then every job that follows until `settled`."""
     token = subprocess.run(
         _python("service.cli", "runner-token", "create", "gpu-runner", "--labels", "gpu=any"),
         cwd=ROOT, env=env, capture_output=True, text=True, check=True,
@@ -137,13 +146,23 @@ def test_a_launch_setting_redefined_in_place_is_judged_against_the_old_series(
         _python("runner.cli"), url, token, tmp_path, env, "--poll", "0.5", "--only", ONLY, cwd=ROOT
     ) as agent:
         try:
-            for sha in (first, second, third):
-                (pushed,) = push(url, repo, REPOSITORY, sha, [sha])
-                wait_for(lambda pushed=pushed: _finished(url, pushed), agent, timeout=300)
-            wait_for(lambda: _alerts_settled(url), agent, timeout=300)
+            for commits in pushes:
+                (queued,) = push(url, repo, REPOSITORY, commits[-1], commits)
+                wait_for(lambda queued=queued: _finished(url, queued), agent, timeout=300)
+            wait_for(lambda: settled(url), agent, timeout=400)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\nagent log:\n{tail(tmp_path / 'agent.log')}") from exc
     assert agent.returncode == 0, tail(tmp_path / "agent.log")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_launch_setting_redefined_in_place_is_judged_against_the_old_series(
+    service,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    url, env = service
+    repo, first, second, third = suite_repo(tmp_path / "repo")
+    pushed_to_agent(url, env, repo, [[first], [second], [third]], _alerts_settled, tmp_path)
     truth = measured_change(tmp_path / "truth-build")
 
     metrics = httpx.get(f"{url}/api/v1/commits/{second[:12]}/metrics").json()
@@ -173,3 +192,66 @@ def test_a_launch_setting_redefined_in_place_is_judged_against_the_old_series(
     assert 0.9 < (1 + alert["confirmed_change"]) / (1 + truth) < 1.1, (alert, truth)
     confirm_job = job(url, alert["confirm_job_id"])
     assert (confirm_job["kind"], confirm_job["state"]) == ("confirm", "succeeded")
+
+
+def push_repo(path: Path) -> tuple[Path, list[str]]:
+    """This tree's suite with the dropout's grid a parameter (commit 0), a line of notes
+    (commit 1: the old definition's level has two runs), then three commits pushed at once: a
+    README line, the grid redefined in place, a comment in the kernel's source."""
+    shas = [grid_as_parameter(path)]
+    (path / "NOTES.md").write_text("Notes.\n")
+    shas.append(commit_all(path, "notes"))
+    (path / "README.md").write_text("A suite.\n")
+    shas.append(commit_all(path, "readme"))
+    edit(path / "kernels" / "workloads.py", f"blocks={BLOCKS_BEFORE}", f"blocks={BLOCKS_AFTER}")
+    shas.append(commit_all(path, "dropout: one block per SM"))
+    source = path / "kernels" / "cuda" / "dropout.cu"
+    source.write_text(source.read_text() + "\n// one block per SM since the last commit\n")
+    shas.append(commit_all(path, "dropout: a comment"))
+    return path, shas
+
+
+def _bisected(url: str) -> bool:
+    alerts = httpx.get(f"{url}/api/v1/alerts").json()
+    return _alerts_settled(url) and all(
+        (a.get("bisect") or {}).get("state") != "running" for a in alerts
+    )
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_workload_redefined_inside_a_push_of_three_commits_is_bisected_to_its_commit(
+    service,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The push's head (a comment) is measured and regressed against the old definition's
+    level; the confirmation measures each side as defined; the bisection measures the README
+    commit under the old definition and the redefining commit under the new one, each against
+    the good commit's old definition, and names the redefining commit first bad."""
+    url, env = service
+    repo, shas = push_repo(tmp_path / "repo")
+    pushed_to_agent(url, env, repo, [[shas[0]], [shas[1]], shas[2:]], _bisected, tmp_path)
+    truth = measured_change(tmp_path / "truth-build")
+
+    (alert,) = [a for a in httpx.get(f"{url}/api/v1/alerts").json() if a["state"] == "open"]
+    alert = httpx.get(f"{url}/api/v1/alerts/{alert['id']}").json()
+    readme, redefined, comment = shas[2:]
+    bisect = alert["bisect"]
+    tested = bisect["tested"]
+    said = {
+        sha: f"{t['change']:+.1%} ({'bad' if t['bad'] else 'good'})" for sha, t in tested.items()
+    }
+    print(
+        f"dropout blocks {BLOCKS_BEFORE} -> {BLOCKS_AFTER} inside a push of three: alert at "
+        f"{alert['commit'][:8]} {alert['change']:+.1%}, confirmed "
+        f"{alert['confirmed_change']:+.1%}; bisect: readme {said.get(readme)}, redefinition "
+        f"{said.get(redefined)}; first bad {(alert['first_bad_commit'] or '')[:8]}; "
+        f"the test's instrument {truth:+.1%}"
+    )
+    assert (alert["commit"], alert["base_commit"]) == (comment, shas[1]), alert
+    assert alert["series"]["params"]["blocks"] == BLOCKS_AFTER, alert
+    assert bisect["state"] == "done", bisect
+    assert alert["first_bad_commit"] == redefined, bisect
+    assert not tested[readme]["bad"] and abs(tested[readme]["change"]) < 0.1, tested
+    assert tested[redefined]["bad"], tested
+    assert 0.9 < (1 + tested[redefined]["change"]) / (1 + truth) < 1.1, (tested, truth)
+    assert 0.9 < (1 + alert["confirmed_change"]) / (1 + truth) < 1.1, (alert, truth)

@@ -6,7 +6,8 @@ read against the runs the series it corrects is compared with."""
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
+from dataclasses import replace
 
 import numpy as np
 
@@ -32,14 +33,17 @@ def run_offsets(
     groups: list[Hashable],
     own: dict[int, float | None],
     logs: list[dict[Hashable, float]],
+    changed: Collection[int] = (),
 ) -> dict[int, run_offset.Offset]:
     """Each usable series' run offset, where controls of its group measure one (evident or not):
     a control is a series the caller marked so, on a level old enough to know its wander and
     tested on processes; `groups` (per usable series): its timing method (the caller's `group`)
     and duration class; `own`: how far each wanders apart from its group's runs (None:
-    unknown); `logs`: each one's earlier run medians by run (`history_logs`). The controls'
-    changes are read against each series' baseline runs (series that share them, mostly all
-    of a run's, are measured at once)."""
+    unknown); `logs`: each one's earlier run medians by run (`history_logs`); `changed`: those
+    whose own reading, without controls, is beyond their floor (such a control, left alone,
+    is a change of its own: run_offset.shared_controls). The controls' changes are read against each
+    series' baseline runs (series that share them, mostly all of a run's, are measured at
+    once)."""
     process_vars, controls, alone = [], [], []
     for i in usable:
         head, base, _, level = units[i]
@@ -58,6 +62,7 @@ def run_offsets(
     views: dict[tuple[Hashable, ...], list[int]] = {}
     for k, i in enumerate(usable):
         views.setdefault(tuple(candidates[i].baseline_runs), []).append(k)
+    own_change = [i in changed for i in usable]
     out: dict[int, run_offset.Offset] = {}
     for runs_of, targets in views.items():
         changes, run_vars = [], []
@@ -69,8 +74,12 @@ def run_offsets(
             )
             changes.append(change)
             run_vars.append(alone[k] * (1 + 1 / runs) if runs else math.inf)
-        found = run_offset.offsets(changes, run_vars, process_vars, groups, controls, targets)
-        out |= {usable[k]: o for k, o in zip(targets, found, strict=True) if o is not None}
+        found = run_offset.offsets(
+            changes, run_vars, process_vars, groups, controls, targets, own_change
+        )
+        for k, o in zip(targets, found, strict=True):
+            if o is not None:
+                out[usable[k]] = replace(o, sole=None if o.sole is None else usable[o.sole])
     return out
 
 

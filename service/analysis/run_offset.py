@@ -36,6 +36,17 @@ changed by 16-31% read 2-4 points under the interleaved truth while it was corre
 Nothing is corrected where no control says so: a commit that changes code every kernel shares
 (a common header, the suite's Python) leaves no control, so a slowdown of every kernel is never
 mistaken for a run that sat off.
+
+Equal determinants do not make a series steady: a change to the Python around a workload's
+kernels (a synchronize, host work between them) moves its time while its kernels' code, launch
+and inputs stay the same. Taken for its run's offset, such a series' own step of 6% turned the
+series beside it (0.2% noise) red by 6% the other way, and a step of 1.5x by 33-50%. So a control
+whose reading is itself a change is no control of others (`shared_controls`): its reading apart
+from the others' median is beyond what its own wander apart from them explains, or, left alone,
+beyond its own floor. An offset is shown shared by the run where two controls or more that agree
+measure it; one control's word (`Offset.sole`) flips no verdict by itself: the verdict waits for
+the run that follows, where a change that stays is a change of the series, and one that does not
+was the control's own move or its run's (service.analysis.verdicts).
 """
 
 from __future__ import annotations
@@ -57,6 +68,10 @@ MIN_SHARED = 4  # earlier runs a control shares with its group before its own wa
 # A step between two runs of a series apart from its group's of more than JUMP standard
 # deviations of such a step is a level shift (its own or the others'), not its wander.
 JUMP = 4.0
+# A control whose reading sits this many of its standard deviations (its wander apart from its
+# group's runs, and the doubt of the others' median) from the other controls' is a change of
+# its own, not the run's offset (`shared_controls`).
+OWN_CHANGE = 3.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,9 @@ class Offset:
     # What the controls' own wander leaves unknown of it (variance of the log): how far from
     # zero an offset must be before it is taken out (EVIDENT of its standard errors).
     spread: float = 0.0
+    # Where one control alone measured it: that control (its position among the series); its
+    # word flips no verdict by itself (service.analysis.verdicts).
+    sole: int | None = None
 
     @property
     def evident(self) -> bool:
@@ -96,6 +114,7 @@ def offsets(
     groups: Sequence[Hashable],
     controls: Sequence[bool],
     targets: Sequence[int] | None = None,
+    changed: Sequence[bool] | None = None,
 ) -> list[Offset | None]:
     """Per series (of `targets`, default all), its group's offset as the other controls of the
     group measure it (None where fewer than MIN_CONTROLS do; not `evident` where what they
@@ -103,10 +122,15 @@ def offsets(
     `changes`: each series' log change against the runs the targets are compared with;
     `run_vars`: each change's variance from run to run (the controls' weights: a control that
     wanders on its own counts for little); `process_vars`: its variance from its processes alone
-    (the part no other kernel shares: what the test of a corrected change must add)."""
+    (the part no other kernel shares: what the test of a corrected change must add);
+    `changed`: whether each series' own reading, against its own baseline and without
+    controls, is beyond its floor (a control left alone is then a change of its own:
+    `shared_controls`; default: none is)."""
+    own = changed if changed is not None else [False] * len(changes)
+    kept = shared_controls(changes, run_vars, own, groups, controls)
     members: dict[Hashable, list[int]] = {}
-    for i, (group, control) in enumerate(zip(groups, controls, strict=True)):
-        if control and math.isfinite(changes[i]) and run_vars[i] > 0:
+    for i, group in enumerate(groups):
+        if kept[i]:
             members.setdefault(group, []).append(i)
     out: list[Offset | None] = []
     for i in range(len(groups)) if targets is None else targets:
@@ -122,8 +146,53 @@ def offsets(
             * sum(w * w * process_vars[j] for w, j in zip(weights, others, strict=True))
             / sum(weights) ** 2
         )
-        out.append(Offset(log, known, len(others), spread))
+        sole = others[0] if len(others) == 1 else None
+        out.append(Offset(log, known, len(others), spread, sole))
     return out
+
+
+def shared_controls(
+    changes: Sequence[float],
+    run_vars: Sequence[float],
+    changed: Sequence[bool],
+    groups: Sequence[Hashable],
+    controls: Sequence[bool],
+) -> list[bool]:
+    """Which series measure their run's offset: the controls (with a finite change and a known
+    wander) whose reading is not a change of their own. Per group, the control whose reading
+    sits furthest from the median of the others', in OWN_CHANGE standard deviations (its run
+    variance and the doubt of that median), is left out while one is beyond them, one at a time
+    (a step of one of three controls would pull the median of the two it leaves each of the
+    others against), one whose own reading is a change first (`changed`: beyond the floor its
+    own verdict has without controls); a control left alone is kept unless its own reading is a
+    change."""
+    kept = [
+        bool(control) and math.isfinite(change) and 0 < var < math.inf
+        for change, var, control in zip(changes, run_vars, controls, strict=True)
+    ]
+    by_group: dict[Hashable, list[int]] = {}
+    for i, group in enumerate(groups):
+        if kept[i]:
+            by_group.setdefault(group, []).append(i)
+    for members in by_group.values():
+        while members:
+            values = np.array([changes[i] for i in members])
+            if len(members) == 1:
+                kept[members[0]] = not changed[members[0]]
+                break
+            weights = np.array([1 / run_vars[i] for i in members])
+            # What the others' median leaves unknown, beside the control's own wander.
+            doubt = median_factor(len(members) - 1) / (weights.sum() - weights)
+            scales = np.sqrt(1 / weights + doubt)
+            apart = np.abs(values - leave_one_out_medians(values)) / scales
+            beyond = [k for k in range(len(members)) if apart[k] > OWN_CHANGE]
+            if not beyond:
+                break
+            # A control apart from the others whose own reading is a change goes first (of two
+            # that disagree, the one that moved).
+            worst = max(beyond, key=lambda k: (changed[members[k]], apart[k]))
+            kept[members.pop(worst)] = False
+    return kept
 
 
 def apart_vars(

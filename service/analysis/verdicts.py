@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.stats import false_discovery_control, mannwhitneyu
@@ -97,6 +97,12 @@ class Comparison:
     # many controls measured it (0: nothing taken out).
     offset: float = 0.0
     controls: int = 0
+    # Where one control alone measured that offset (`sole_control`, its key): the series as
+    # measured, nothing taken out (a verdict the one control would flip waits: `decide`), and
+    # the next run's change against the same baseline, as measured (None: no next run yet).
+    alternative: Comparison | None = None
+    sole_control: int | None = None
+    next_raw: float | None = None
 
 
 def compare(
@@ -175,8 +181,13 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
     logs = [history_logs(candidates[i]) for i in usable]
     apart = run_offset.apart_vars(logs, groups)
     own = dict(zip(usable, apart, strict=True))
-    measured = run_offsets(candidates, usable, units, tests, groups, own, logs)
+    # The floor of each one's own change without controls: a control beyond it is a change of
+    # its own, never its run's offset (run_offset.shared_controls).
+    floors = {i: _floor(candidates[i], units[i], None, None) for i in usable}
+    changed = {i for i in usable if abs(_own_change(candidates[i], units[i])) > floors[i]}
+    measured = run_offsets(candidates, usable, units, tests, groups, own, logs, changed)
     offsets = {i: o for i, o in measured.items() if o.evident}
+    raw_tests = dict(tests)
     for i, offset in offsets.items():  # tested again net of the offset, and of its doubt
         head, base, _, level = units[i]
         if tests[i] is not None:
@@ -186,33 +197,86 @@ def compare_many(candidates: list[Candidate]) -> list[Comparison | None]:
                 None if own[i] is None else max(0.0, own[i] - level.process_var / level.processes)
             )
             tests[i] = wander.test(head - offset.log, base, level, offset.var, alone)
+    # One control's word: the series' reading without it too (verdicts it flips wait: decide).
+    sole = [i for i, o in offsets.items() if o.sole is not None]
     by_rank = [i for i in usable if tests[i] is None]
+    raw_by_rank = [i for i in sole if tests[i] is None]
     ranked = rank_test_p_values(
         [(_net(candidates[i].head, offsets.get(i)), pooled[i]) for i in by_rank]
+        + [(candidates[i].head, pooled[i]) for i in raw_by_rank]
     )
-    p_values = dict(zip(by_rank, ranked, strict=True))
+    p_values = dict(zip(by_rank, ranked, strict=False))
+    raw_p = dict(zip(raw_by_rank, ranked[len(by_rank) :], strict=True))
     out: list[Comparison | None] = [None] * len(candidates)
     for i in usable:
-        c = candidates[i]
-        _, _, medians, level = units[i]
         tested, offset = tests[i], offsets.get(i)
-        base = float(np.median(medians))
-        now = float(np.median(_net(c.head, offset)))
-        sign = 1.0 if c.lower_is_better else -1.0
-        change = sign * (now - base) / base if base else 0.0
-        later = c.next_median
-        next_change = sign * (later - base) / base if base and later is not None else None
-        floor = max(
-            class_floor(base),
-            _wander_floor(c.noise_medians or medians, level, measured.get(i), own[i]),
-        )
-        out[i] = Comparison(
-            c.key, change, floor, tested.p_value if tested else p_values[i], now, base,
-            len(c.baseline), young=level.young, next_change=next_change if level.young else None,
-            unit="process" if tested else "sample",
-            offset=offset.relative if offset else 0.0, controls=offset.controls if offset else 0,
-        )  # fmt: skip
+        p_value = tested.p_value if tested else p_values[i]
+        out[i] = _comparison(candidates[i], units[i], p_value, tested is not None, offset,
+                             _floor(candidates[i], units[i], measured.get(i), own[i]))  # fmt: skip
+        if offset is not None and offset.sole is not None:
+            raw = raw_tests[i]
+            alternative = _comparison(
+                candidates[i], units[i], raw.p_value if raw else raw_p[i], raw is not None,
+                None, floors[i],
+            )  # fmt: skip
+            sole = {"sole_control": candidates[offset.sole].key,
+                    "next_raw": alternative_next(candidates[i], units[i])}  # fmt: skip
+            out[i] = replace(out[i], alternative=replace(alternative, **sole), **sole)
     return out
+
+
+def _comparison(
+    c: Candidate,
+    unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander],
+    p_value: float,
+    by_process: bool,
+    offset: run_offset.Offset | None,
+    floor: float,
+) -> Comparison:
+    """The series' comparison, its head net of `offset` (None: as measured)."""
+    _, _, medians, level = unit
+    base = float(np.median(medians))
+    now = float(np.median(_net(c.head, offset)))
+    sign = 1.0 if c.lower_is_better else -1.0
+    change = sign * (now - base) / base if base else 0.0
+    later = c.next_median
+    next_change = sign * (later - base) / base if base and later is not None else None
+    return Comparison(
+        c.key, change, floor, p_value, now, base, len(c.baseline), young=level.young,
+        next_change=next_change if level.young else None,
+        unit="process" if by_process else "sample",
+        offset=offset.relative if offset else 0.0, controls=offset.controls if offset else 0,
+    )  # fmt: skip
+
+
+def alternative_next(
+    c: Candidate, unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]
+) -> float | None:
+    """The next run's change against the head's baseline, as measured (None: no next run)."""
+    base = float(np.median(unit[2]))
+    if c.next_median is None or base <= 0:
+        return None
+    return (1.0 if c.lower_is_better else -1.0) * (c.next_median - base) / base
+
+
+def _own_change(
+    c: Candidate, unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander]
+) -> float:
+    """The series' relative change against its own baseline, as measured."""
+    base = float(np.median(unit[2]))
+    return float(np.median(c.head)) / base - 1 if base > 0 else 0.0
+
+
+def _floor(
+    c: Candidate,
+    unit: tuple[np.ndarray, list[np.ndarray], list[float], wander.Wander],
+    offset: run_offset.Offset | None,
+    apart: float | None,
+) -> float:
+    """The floor of the series' change: its class's, and its wander's (`_wander_floor`)."""
+    _, _, medians, level = unit
+    base = float(np.median(medians))
+    return max(class_floor(base), _wander_floor(c.noise_medians or medians, level, offset, apart))
 
 
 def _net(samples: np.ndarray, offset: run_offset.Offset | None) -> np.ndarray:
@@ -248,28 +312,53 @@ class Decision:
     # (it came back: this run was an outlier of the series' wander) or "moved" (it moved on,
     # a change of its own: this one is not confirmed); None where nothing was settled.
     settled: str | None = None
+    # Where one control's offset alone would flip the verdict: "waits" (pending until the next
+    # run), "stayed" (the next run stayed beyond the floor: the change is the series' own) or
+    # "back" (it did not: the reading that calls no change stands); None elsewhere.
+    sole: str | None = None
+    other: Comparison | None = None  # the reading the verdict is not, where `sole` is set
 
 
 def decide(comparisons: list[Comparison], q: float = Q) -> list[Decision]:
     """Benjamini-Hochberg over the run's series, then the effect floor; on a young level, the
-    next run's settlement (or pending while there is none)."""
+    next run's settlement (or pending while there is none). Where one control alone measured a
+    series' offset and the verdict differs with and without it (one control's word, which may be
+    its own move: run_offset.shared_controls), the next run decides, pending until there is
+    one: where it stays beyond the changed reading's floor on its side, the change is the
+    series' own; where it does not, the reading that calls no change stands."""
     if not comparisons:
         return []
     q_values = false_discovery_control([c.p_value for c in comparisons], method="bh")
+    raw = [c.alternative or c for c in comparisons]
+    raw_q = false_discovery_control([c.p_value for c in raw], method="bh")
     out = []
-    for c, q_value in zip(comparisons, q_values, strict=True):
-        direction = "regressed" if c.change > c.floor else "improved" if c.change < -c.floor else ""
-        if q_value > q or not direction:
-            out.append(Decision(c, float(q_value), "unchanged"))
-        elif not c.young:
-            out.append(Decision(c, float(q_value), direction))
-        elif c.next_change is None:
-            out.append(Decision(c, float(q_value), "pending"))
-        else:
-            how = settlement(c)
-            verdict = direction if how == "stayed" else "unchanged"
-            out.append(Decision(c, float(q_value), verdict, how))
+    for c, q_value, r, r_q in zip(comparisons, q_values, raw, raw_q, strict=True):
+        net = _decide_one(c, float(q_value), q)
+        measured = _decide_one(r, float(r_q), q)
+        if c.alternative is None or measured.verdict == net.verdict:
+            out.append(net)
+            continue
+        changed, other = (measured, net) if net.verdict == "unchanged" else (net, measured)
+        if c.next_raw is None:
+            out.append(replace(measured, verdict="pending", sole="waits", other=c))
+            continue
+        moved = changed.comparison
+        stays = c.next_raw * moved.change > 0 and abs(c.next_raw) > moved.floor
+        kept, dropped = (changed, other) if stays else (other, changed)
+        out.append(replace(kept, sole="stayed" if stays else "back", other=dropped.comparison))
     return out
+
+
+def _decide_one(c: Comparison, q_value: float, q: float) -> Decision:
+    direction = "regressed" if c.change > c.floor else "improved" if c.change < -c.floor else ""
+    if q_value > q or not direction:
+        return Decision(c, q_value, "unchanged")
+    if not c.young:
+        return Decision(c, q_value, direction)
+    if c.next_change is None:
+        return Decision(c, q_value, "pending")
+    how = settlement(c)
+    return Decision(c, q_value, direction if how == "stayed" else "unchanged", how)
 
 
 def settlement(c: Comparison) -> str:

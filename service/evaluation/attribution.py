@@ -17,9 +17,18 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis import kernel_names, software
+from service.analysis import host_time, kernel_names, software
 from service.analysis.causes import DURATION, L1_SECTORS, candidates, rank
-from service.models import BuildResource, NcuKernel, Run, RunWorkload, Series, TimelineEntry
+from service.analysis.work import determinants
+from service.models import (
+    BuildResource,
+    NcuKernel,
+    Result,
+    Run,
+    RunWorkload,
+    Series,
+    TimelineEntry,
+)
 
 RESOURCES = ("registers", "spill_stores_bytes", "spill_loads_bytes", "shared_bytes")
 RESOURCE_LABELS = {
@@ -57,6 +66,8 @@ class _Side:
         self.resources: dict[str, dict[str, int]] = {}
         self.kernels: list[str] = []
         self.choices: dict[str, str] = {}  # what the workload chose in `prepare`
+        self.determinants: dict[str, str | None] = {}  # what determined each captured kernel
+        self.median: float | None = None  # the workload's measured time
         rw = None
         if run is not None:
             rw = session.scalars(
@@ -70,7 +81,11 @@ class _Side:
             return
         self.kernels = list(rw.kernels)
         self.choices = {str(k): str(v) for k, v in (rw.choices or {}).items()}
+        self.median = session.scalar(
+            select(Result.median).where(Result.run_id == rw.run_id, Result.series_id == series.id)
+        )
         for c in session.scalars(select(NcuKernel).where(NcuKernel.run_workload_id == rw.id)):
+            self.determinants[c.kernel] = determinants(c.determinants, c.metrics)
             self.counters[c.kernel] = {n: float(v["value"]) for n, v in c.metrics.items()}
             self.labels[c.kernel] = {n: v["label"] for n, v in c.metrics.items() if "label" in v}
             self.findings[c.kernel] = {f["rule"]: f["estimated_speedup"] for f in c.findings}
@@ -211,10 +226,23 @@ def attribute(
     causes.sort(key=lambda c: -c["workload_share"])
     upgraded = software.changes(base_run.environment, head_run.environment) if base_run else []
     chose = software.differences(base.choices, head.choices) if base_run else []
-    return {
-        "summary": summary(
+    # Nothing that determines the kernels changed: the time went around them.
+    same = base_run is not None and host_time.same_kernels(base.determinants, head.determinants)
+    host = None
+    if same:
+        if series.unit == "us":
+            host = host_time.host_time(base.timeline, head.timeline, base.median, head.median)
+        about = f"{describe_workload(series.workload, series.params)} {change:+.1%}"
+        also = _also(upgraded, chose)
+        text = f"{about}: {host_time.describe(host)}" + (f"; {also}" if also else "")
+    else:
+        text = summary(
             series, change, kernels, causes, bool(head.counters), base_series, upgraded, chose
-        ),
+        )
+    return {
+        "summary": text,
+        "same_kernels": same,
+        "host_time": host.as_dict() if host is not None else None,
         "software": upgraded,
         "choices": chose,
         "kernel_times": "timeline" if timeline else "ncu",

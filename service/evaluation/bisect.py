@@ -4,7 +4,10 @@ When an alert opens at the head of a push of several commits, the commits strict
 alert's base (good) and the head (bad) are candidates. One "bisect" job at a time measures the
 middle candidate interleaved with the current good commit, on the runner that measured the head;
 its document is judged with the confirmation's rule and the range halves, until the earliest bad
-commit is known. Bisect documents are not stored as runs.
+commit is known. Bisect documents are not stored as runs. A workload redefined in place (its
+launch settings changed, its work not: service.evaluation.redefinitions) is bisected like any
+other: each side is measured under whichever definition its commit carries, and so judged
+against the old definition's level.
 """
 
 from __future__ import annotations
@@ -23,11 +26,7 @@ from service.store.upsert import get_or_create
 
 
 def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
-    """Begin bisecting a just-opened alert if its head arrived in a push of several commits
-    (not one of a workload redefined in place: the commits between measure it under either
-    definition)."""
-    if alert.attribution.get("redefined_from"):
-        return
+    """Begin bisecting a just-opened alert if its head arrived in a push of several commits."""
     run = session.get(Run, alert.run_id)
     run_job = session.get(Job, run.job_id) if run is not None and run.job_id else None
     pushed = list((run_job.payload or {}).get("push_commits") or []) if run_job else []
@@ -68,13 +67,34 @@ def _queue_next(session: Session, alert: Alert, run: Run, max_attempts: int) -> 
         kind="bisect",
         summary=f"bisect alert {alert.id}: {sha[:12]} against good {state['good'][:12]}",
     )
+    workloads = [{"name": series.workload, "params": series.params}]
+    before = alert.attribution.get("redefined_from")
+    if before is not None:  # a commit of the range may carry either definition
+        workloads.append({"name": series.workload, "params": before["params"]})
     job.payload = {
         "base_sha": state["good"],
         "alert_ids": [alert.id],
-        "workloads": [{"name": series.workload, "params": series.params}],
+        "workloads": workloads,
         "suite": run.suite,
     }
     return job
+
+
+def _definitions(session: Session, alert: Alert, series: Series) -> tuple[Series, ...]:
+    """The series of the alert's workload, and the one it retired where it was redefined in
+    place: the definitions a commit of the range may carry."""
+    before = alert.attribution.get("redefined_from")
+    retired = session.get(Series, before["series_id"]) if before else None
+    return (series,) if retired is None else (series, retired)
+
+
+def _samples(document: dict[str, Any], definitions: tuple[Series, ...]) -> Any:
+    """The document's samples of the first of `definitions` it measured (None: none)."""
+    for series in definitions:
+        found = series_samples(document, series)
+        if found is not None:
+            return found
+    return None
 
 
 def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Alert]:
@@ -90,7 +110,11 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
             continue
         series = session.get(Series, alert.series_id)
         assert series is not None
-        head_samples, base_samples = series_samples(head, series), series_samples(base, series)
+        # The tested commit as it defines the workload, the good one likewise (the new
+        # definition first for a candidate, the old one first for the good side).
+        definitions = _definitions(session, alert, series)
+        head_samples = _samples(head, definitions)
+        base_samples = _samples(base, definitions[::-1])
         if base_samples is None:
             state["state"] = "failed"
             state["reason"] = f"the good commit {state['good'][:12]} did not measure the workload"

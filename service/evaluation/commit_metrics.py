@@ -149,11 +149,21 @@ def work_public(
     label = label or WORK_LABELS.get(counter, counter)
     note = describe(label, change) if verdict == "changed" else ""
     if verdict == "learning":
-        note = (f"not yet shown steady on this kernel: {pairs} of {MIN_PAIRS} pairs of runs "
-                "of unchanged code; shown, no notice")  # fmt: skip
+        note = learning_note(pairs)
     return {"counter": counter, "label": label, "value": value, "base_value": base_value,
             "change": change, "verdict": verdict, "tolerance": tolerance, "pairs": pairs,
             "note": note}  # fmt: skip
+
+
+def learning_note(pairs: int) -> str:
+    """Why a cache counter is shown without a verdict, and what would make it speak."""
+    return (
+        f"not yet shown steady on this kernel: {pairs} of {MIN_PAIRS} pairs of runs that "
+        "profiled its unchanged code anew; shown, no notice. A profile the runner reused from an "
+        "earlier commit (nothing that determines the kernel changed) is the same measurement "
+        "seen again and teaches nothing of how far the counter moves: it learns from runs that "
+        "profile the kernel again, on another host or with KERNELWATCH_NCU_REUSE=0 on the runner"
+    )
 
 
 def _absent(session: Session, verdicts: list[Row[Any]]) -> list[dict[str, Any]]:

@@ -42,14 +42,6 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
         history |= {new: before[old.id] for new, old in redefined.items() if old.id in before}
     shas = _shas(session, history)
     bases = [history.get(result.series_id) for result in results]
-    young = [
-        r.series_id
-        for r, b in zip(results, bases, strict=True)
-        if b is not None and len(b.segment_medians) < min_level(b.segment.kind)
-    ]
-    # A young level's verdict waits for the next run of its line (service.analysis.verdicts);
-    # a pull request's run has none: its pending verdicts stay so until a new push.
-    later = next_results(session, head, run.branch, young) if run.pull_request is None else {}
     series = _series(session, results)
     # Series whose kernels nothing changed since their baseline measure the run's offset.
     unchanged = controls(
@@ -65,6 +57,11 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
             if base is not None and result.series_id not in redefined
         },
     )
+    # A young level's verdict waits for the next run of its line, as does one that a sole
+    # control's offset would flip (service.analysis.verdicts); a pull request's run has none:
+    # its pending verdicts stay so until a new push.
+    watched = [r.series_id for r, b in zip(results, bases, strict=True) if b is not None]
+    later = next_results(session, head, run.branch, watched) if run.pull_request is None else {}
     candidates = [
         Candidate(
             result.id,
@@ -84,6 +81,8 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
         )
         for result, base in zip(results, bases, strict=True)
     ]
+    # A control named in a verdict's note: its workload and kernel (by result id).
+    names = {r.id: f"{series[r.series_id].workload} {series[r.series_id].kernel}" for r in results}
     comparisons = []
     verdicts: list[Verdict] = []
     for comparison, base, result in zip(compare_many(candidates), bases, results, strict=True):
@@ -103,15 +102,18 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
         else:
             comparisons.append((comparison, base, result))
     _explain_method_changes(session, [v for v in verdicts if v.verdict == "new"], commit_ids)
-    for decision, (comparison, base, result) in zip(
+    for decision, (_, base, result) in zip(
         decide([c for c, _, _ in comparisons]), comparisons, strict=True
     ):
+        comparison = decision.comparison
         old = redefined.get(result.series_id)
         note = notes.verdict_note(
             decision,
             len(base.segment_medians),
             redefinitions.describe(old, series[result.series_id]) if old is not None else "",
             old.id if old is not None else None,
+            sole_control=names.get(comparison.sole_control or -1, ""),
+            same_kernels=result.id in unchanged,
         )
         verdicts.append(
             Verdict(

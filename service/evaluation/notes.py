@@ -10,19 +10,63 @@ OFFSET_NOTED = 0.005  # a run offset taken out is noted from half a percent
 
 
 def verdict_note(
-    decision: Decision, level_results: int, redefined: str = "", old_series: int | None = None
+    decision: Decision,
+    level_results: int,
+    redefined: str = "",
+    old_series: int | None = None,
+    sole_control: str = "",
+    same_kernels: bool = False,
 ) -> str:
     """The verdict's note: `redefined` describes how a workload redefined in place changed
-    (its retired series `old_series`), empty where it was not."""
+    (its retired series `old_series`), empty where it was not; `sole_control` names the one
+    control that measured the run's offset, where one alone did; `same_kernels`: nothing that
+    determines the series' kernels changed since its baseline."""
     parts = [
         f"redefined in place: {redefined}, compared with the level of its series before "
         f"(series {old_series})"
         if redefined
         else "",
+        host_note(decision) if same_kernels else "",
         offset_note(decision.comparison),
-        wander_note(decision, level_results),
+        sole_note(decision, sole_control),
+        wander_note(decision, level_results) if decision.sole != "waits" else "",
     ]
     return "; ".join(part for part in parts if part)
+
+
+def host_note(decision: Decision) -> str:
+    """A change of a series whose kernels did not change says where its time went."""
+    if decision.verdict in ("unchanged", "new"):
+        return ""
+    return (
+        "its kernels are the same as in its baseline (compiled code, launch and inputs): the "
+        "time went to the host code around them or the environment"
+    )
+
+
+def sole_note(decision: Decision, control: str) -> str:
+    """Where one control alone measured the run's offset and the verdict hung on it."""
+    if decision.sole is None or decision.other is None:
+        return ""
+    c, other = decision.comparison, decision.other
+    net = c if c.controls else other
+    one = f"one unchanged kernel alone ({control or 'a control'}) sat {net.offset:+.1%} off"
+    reading = f"{other.change:+.1%} {'net of that offset' if other.controls else 'as measured'}"
+    if decision.sole == "waits":
+        return (
+            f"pending: {c.change:+.1%} as measured, {other.change:+.1%} net of this run's offset; "
+            f"{one}, and one kernel's word does not show that its run sat off (it may have "
+            "moved on its own): the next run of this line settles it"
+        )
+    if decision.sole == "stayed":
+        return (
+            f"{one} (it would read {reading}); the next run stayed at "
+            f"{c.next_raw:+.1%} against the same baseline: a change of this series"
+        )
+    return (
+        f"{one}, which would read it {reading}; the next run read {c.next_raw:+.1%} "
+        "against the same baseline: no change of this series"
+    )
 
 
 def offset_note(c: Comparison) -> str:

@@ -350,3 +350,35 @@ def test_without_the_workers_imports_every_python_file_counts(tmp_path: Path, re
     out = stored(tmp_path, repo)  # imported: None
     commit(repo, {"service/app.py": "APP = 1\n"})
     assert reuse(tmp_path, repo, out).lookup(INFO) is None
+
+
+# A GPU host's environment as runner.host.environment collects it: every tool named.
+TOOLS = {**ENV, "cuda_runtime_version": "12.8", "cupy_version": "13.4.1",
+         "nvcc_version": "12.8.93"}  # fmt: skip
+SIGNATURE = {"kernels": [{"kernel": "transpose_tiled", "grid": [64, 64, 1]}],
+             "code": {"transpose_tiled": "c1"}, "inputs": {}, "written": {}, "scalars": {},
+             "launch_code": "l1"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cuda_runtime_version", "12.9"),
+        ("cupy_version", "13.5.0"),
+        ("nvcc_version", "12.9.41"),
+        ("host", {"python": "3.13.1"}),
+    ],
+    ids=["cuda_runtime", "cupy", "nvcc", "python"],
+)
+def test_another_cuda_runtime_cupy_nvcc_or_python_version_profiles_again(
+    tmp_path: Path, repo: Path, key: str, value: object
+) -> None:
+    """A tool upgrade can change the counters of unchanged code: its sections are not reused."""
+    out = first_build(tmp_path)
+    reuse(tmp_path, repo, out, TOOLS).store(INFO, SECTION, None, SIGNATURE)
+    same = reuse(tmp_path, repo, out, TOOLS)
+    assert whole(same.lookup(INFO)) and same.lookup_launch(INFO, SIGNATURE) is not None
+    # The fingerprint stays as it was: the key must name each tool itself, not lean on it.
+    upgraded = reuse(tmp_path, repo, out, {**TOOLS, key: value})
+    assert upgraded.lookup(INFO) is None
+    assert upgraded.lookup_launch(INFO, SIGNATURE) is None

@@ -162,9 +162,10 @@ def test_each_values_others_median_is_the_median_without_it(k: int) -> None:
 
 def test_a_controls_change_is_read_against_the_runs_the_series_is_compared_with() -> None:
     """A kernel's young level has two runs, both 2.5% slow with the rest of their runs; at the
-    head the run sat 5% fast and the kernel got 20% slower. Its control, read against those two
-    runs, measures -7.3%, and the kernel reads +20%; read against its own long level (-5%), the
-    kernel would read +17%."""
+    head the run sat 4% fast and the kernel got 20% slower. Its control, read against those two
+    runs, measures -6.3%, and the kernel reads +20%; read against its own long level (-4%), the
+    kernel would read +17%. (Its control's own reading stays within its floor of 5%: beyond
+    it, it would be a change of its own, and no control: run_offset.shared_controls.)"""
     rng = np.random.default_rng(31)
     sat = [1.0, 1.003, 0.997, 1.002, 0.998, 1.001, 1.025, 1.025]  # runs 0-7; the head 0.95
     runs = list(range(8))
@@ -172,7 +173,7 @@ def test_a_controls_change_is_read_against_the_runs_the_series_is_compared_with(
     for key, level, slower, kept in ((0, 3.5, 1.0, runs), (1, 3.9, 1.2, runs[6:])):
         base = [run(level * s, rng, processes=6, samples=60, process_sd=0.002, sample_sd=0.01)
                 for s in sat]  # fmt: skip
-        head = run(level * 0.95 * slower, rng, processes=6, samples=60, process_sd=0.002,
+        head = run(level * 0.96 * slower, rng, processes=6, samples=60, process_sd=0.002,
                    sample_sd=0.01)  # fmt: skip
         history = [float(np.median(b[0])) for b in base][::-1]  # nearest first
         kept_base = [base[r] for r in kept][::-1]
@@ -181,11 +182,11 @@ def test_a_controls_change_is_read_against_the_runs_the_series_is_compared_with(
                             baseline_runs=kept[::-1]))  # fmt: skip
     corrected = compare_many(pair)[1]
     assert corrected is not None and corrected.controls == 1
-    assert corrected.offset == pytest.approx(0.95 / 1.025 - 1, abs=0.005)
+    assert corrected.offset == pytest.approx(0.96 / 1.025 - 1, abs=0.005)
     assert corrected.change == pytest.approx(0.20, abs=0.01)
     own_level = compare_many([replace(c, baseline_runs=()) for c in pair])[1]
-    assert own_level is not None and own_level.offset == pytest.approx(-0.05, abs=0.005)
-    assert own_level.change == pytest.approx(1.2 * 0.95 / 1.025 / 0.95 - 1, abs=0.01)  # +17%
+    assert own_level is not None and own_level.offset == pytest.approx(-0.04, abs=0.005)
+    assert own_level.change == pytest.approx(1.2 * 0.96 / 1.025 / 0.96 - 1, abs=0.01)  # +17%
 
 
 def test_a_series_wander_apart_from_its_group_leaves_out_their_level_shifts() -> None:
@@ -200,3 +201,79 @@ def test_a_series_wander_apart_from_its_group_leaves_out_their_level_shifts() ->
     steady = 0.003 * rng.standard_normal(10)  # no shift: both the same
     assert run_offset.shift_free_spread(steady) == wander.successive_spread(steady)
     assert run_offset.shift_free_spread(np.array([0.01])) == 0.0
+
+
+def test_a_control_whose_reading_is_a_change_of_its_own_measures_no_offset() -> None:
+    """One of three long controls stepped 6% (a synchronize in its launch: its kernels' code,
+    launch and inputs the same): it is left out and the other two measure nothing. Of two, the
+    one left alone is judged on its own reading. A run that sat off together keeps all."""
+    tight = [1e-6] * 4
+    stepped = run_offset.shared_controls([0.0, 0.001, 0.058, 0.0], tight, [False, False, True,
+                                         False], "aaaa", [True, True, True, False])  # fmt: skip
+    assert stepped == [True, True, False, False]
+    found = run_offset.offsets([0.0, 0.001, 0.058, 0.03], tight, [1e-7] * 4, "aaaa",
+                               [True, True, True, False], changed=[False, False, True,
+                                                                   False])  # fmt: skip
+    assert found[3] is not None and found[3].controls == 2 and not found[3].evident
+    # Two that disagree: the one whose own reading is a change goes.
+    assert run_offset.shared_controls([0.0, 0.058], tight[:2], [False, True], "aa",
+                                      [True, True]) == [True, False]  # fmt: skip
+    assert run_offset.shared_controls([0.058, 0.0], tight[:2], [True, False], "aa",
+                                      [True, True]) == [False, True]  # fmt: skip
+    together = run_offset.shared_controls([-0.04, -0.041, -0.039], tight[:3], [True] * 3, "aaa",
+                                          [True] * 3)  # fmt: skip
+    assert together == [True] * 3  # each a change alone, not apart from the others
+    (one,) = run_offset.offsets([-0.02, 0.05], [1e-6, 1e-6], [1e-7] * 2, "aa", [True, False],
+                                targets=[1])  # fmt: skip
+    assert one is not None and one.controls == 1 and one.sole == 0
+
+
+def sole_control_pair(head_sat: float, changed: float, own: float = 1.0,
+                      later: float | None = None) -> list:  # fmt: skip
+    """Two short kernels whose runs wander 2% together and 0.2% apart: a control (key 0) and a
+    kernel a commit may change (key 1); the head run sat `head_sat` off, the kernel is `changed`
+    slower and the control `own` (a move of its own); `later`: the kernel's next run."""
+    rng = np.random.default_rng(41)
+    sat = [1.0, 1.02, 0.985, 1.015, 0.98, 1.01, 0.99, 1.02]
+    runs = list(range(8))[::-1]
+    out = []
+    for key, level, slower in ((0, 3.5, own), (1, 3.9, changed)):
+        base = [run(level * s, rng, processes=6, samples=60, process_sd=0.002, sample_sd=0.01)
+                for s in sat][::-1]  # fmt: skip
+        head = run(level * head_sat * slower, rng, processes=6, samples=60, process_sd=0.002,
+                   sample_sd=0.01)  # fmt: skip
+        c = candidate(head, base, later=level * later if key == 1 and later else None)
+        out.append(replace(c, key=key, group="cupti", control=key == 0, history_runs=runs,
+                           baseline_runs=runs))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize(
+    ("later", "verdict", "sole"),
+    [(None, "pending", "waits"), (1.08, "regressed", "stayed"), (1.0, "unchanged", "back")],
+)
+def test_a_verdict_one_control_would_flip_waits_for_the_next_run(
+    later: float | None, verdict: str, sole: str
+) -> None:
+    """The run sat 3% fast and the kernel got 8% slower: +4.2% as measured (under its floor),
+    +7.9% net of what its one control measured. One control's word flips no verdict: pending,
+    then changed where the next run stays beyond the floor, unchanged where it does not."""
+    comparisons = compare_many(sole_control_pair(0.97, 1.08, later=later))
+    changed = comparisons[1]
+    assert changed is not None and changed.controls == 1 and changed.sole_control == 0
+    assert changed.change == pytest.approx(0.08, abs=0.01)
+    assert changed.alternative is not None
+    assert changed.alternative.change == pytest.approx(1.08 * 0.97 - 1, abs=0.01)
+    decision = decide([c for c in comparisons if c is not None])[1]
+    assert (decision.verdict, decision.sole) == (verdict, sole)
+
+
+def test_a_control_that_moved_on_its_own_within_its_floor_flips_nothing() -> None:
+    """The control's host code made it 5.5% faster (its kernels the same; within its own floor
+    of 9%): the unchanged kernel beside it would read +5.7% net of that offset. It waits, and
+    its next run, back at its level, leaves it unchanged; before the rule it was regressed."""
+    waiting = decide([c for c in compare_many(sole_control_pair(1.0, 1.0, own=0.945)) if c])
+    assert (waiting[0].verdict, waiting[1].verdict) == ("unchanged", "pending")
+    settled = decide([c for c in compare_many(sole_control_pair(1.0, 1.0, 0.945, 1.0)) if c])
+    assert (settled[1].verdict, settled[1].sole) == ("unchanged", "back")
+    assert settled[1].comparison.controls == 0  # as measured: nothing taken out

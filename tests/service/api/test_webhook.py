@@ -300,3 +300,18 @@ def test_every_commit_setting_and_label_sets(settings: Settings, engine: Engine)
     assert len(second.json()["job_ids"]) == 2
     assert sorted(j.required_labels["gpu"] for j in queued) == ["a100", "h100"]
     assert [j.commit_sha for j in jobs(engine)][:3] == commits
+
+
+@pytest.mark.parametrize("algorithm", ["sha1", "sha512", ""])
+def test_the_right_digest_under_another_algorithms_name_is_401(
+    hook: Hook, engine: Engine, algorithm: str
+) -> None:
+    """The header must say sha256: a digest labelled as another algorithm is not GitHub's."""
+    body = json.dumps(push_payload(after=sha_for("x"))).encode()
+    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    answer = hook.send(None, raw=body, signature=f"{algorithm}={digest}")
+    assert answer.status_code == 401, answer.text
+    assert "not sha256= and 64 hex digits" in answer.json()["detail"]
+    assert jobs(engine) == []
+    # The same digest under its own name is taken: only the label was wrong.
+    assert hook.send(None, raw=body, signature=f"sha256={digest}").status_code == 202

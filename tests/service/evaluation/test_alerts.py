@@ -76,7 +76,10 @@ def regressed_history(
     slower: float = 1.06,
     frameworks: tuple[dict, dict] | None = None,
     choices: tuple[dict, dict] | None = None,
+    base_twice: bool = False,
 ) -> list[str]:
+    """c0-c7 at 100 us, then `head` `slower` with a profile that explains it; `base_twice`: c7
+    measured first as the head will be (run "c7-first"), then as usual ("c7-again")."""
     labels: list[str] = []
     for i in range(8):
         label = f"c{i}"
@@ -93,6 +96,12 @@ def regressed_history(
             doc["environment"]["frameworks"] = frameworks[0]
         if choices:
             doc["workloads"][0]["choices"] = choices[0]
+        if base_twice and i == 7:
+            older = copy.deepcopy(doc)
+            older["run_id"] = "c7-first"
+            with_profile(older, registers=96, occupancy=55.0, finding=True)
+            assert admin.post("/api/v1/runs", json=older).status_code == 201
+            doc["run_id"] = "c7-again"
         assert admin.post("/api/v1/runs", json=doc).status_code == 201
         labels.append(label)
     head = document(
@@ -261,3 +270,92 @@ def test_compare_two_commits(admin: httpx.Client) -> None:
     assert rows[1]["significant"] is False
     missing = admin.get("/api/v1/compare", params={"base": "0" * 40, "head": sha_for("head")})
     assert missing.status_code == 404
+
+
+def post_run(
+    admin: httpx.Client, label: str, line: list[str], gemm: float, *, branch: str = "main", **kw
+) -> dict:
+    """`label`'s run on `branch`, its first-parent line `line` (nearest first)."""
+    doc = document(
+        commit=label,
+        parents=line[:1],
+        ancestors=line,
+        branch=branch,
+        medians={"gemm_bias_act_fwd": gemm, "steady": 50.0},
+        **kw,
+    )
+    answer = admin.post("/api/v1/runs", json=doc)
+    assert answer.status_code == 201, answer.text
+    return doc
+
+
+def confirmed(server: LiveServer, engine: Engine, admin: httpx.Client) -> dict:
+    """The one suspected alert, confirmed interleaved: open."""
+    with server.client(runner_token(engine)) as runner:
+        claim = runner.post("/api/v1/jobs/claim").json()
+        answer = runner.post("/api/v1/runs", json=confirmation(claim, 100.0, 106.0))
+        assert answer.status_code == 201, answer.text
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert (alert["state"], alert["branch"]) == ("open", "main")
+    return alert
+
+
+def test_an_open_alert_on_main_does_not_swallow_a_regression_on_release(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """A branch's alerts are its own: release, cut before main regressed, regresses by itself."""
+    labels = regressed_history(admin)
+    on_main = confirmed(server, engine, admin)
+    line = labels[::-1]  # release is cut at c7, before main's regression
+    post_run(admin, "r1", line, 100.0, branch="release", minutes=21, seed=61)
+    post_run(admin, "r2", ["r1", *line], 106.0, branch="release", minutes=22, seed=62)
+    (on_release,) = [a for a in admin.get("/api/v1/alerts").json() if a["branch"] == "release"]
+    assert (on_release["state"], on_release["commit"]) == ("suspected", sha_for("r2"))
+    assert on_release["series"]["id"] == on_main["series"]["id"]
+    # release's recovery closes release's alert, not main's.
+    post_run(admin, "r3", ["r2", "r1", *line], 100.0, branch="release", minutes=23, seed=63)
+    states = {a["branch"]: a["state"] for a in admin.get("/api/v1/alerts").json()}
+    assert states == {"main": "open", "release": "fixed"}
+
+
+def test_a_fix_on_a_release_branch_cut_after_the_regression_does_not_close_mains_alert(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """Main is still slow: a fix picked onto release only, though its line holds the
+    regression, closes nothing on main."""
+    labels = regressed_history(admin)
+    on_main = confirmed(server, engine, admin)
+    post_run(admin, "r1", ["head", *labels[::-1]], 100.0, branch="release", minutes=21, seed=61)
+    after = admin.get(f"/api/v1/alerts/{on_main['id']}").json()
+    assert (after["state"], after["fixed_by_commit"]) == ("open", None)
+
+
+def test_the_attribution_reads_the_newest_run_of_a_base_commit_measured_twice(
+    admin: httpx.Client,
+) -> None:
+    """The newer run is the base the verdict compared with: the alert explains against it (the
+    older, measured as the head is, would leave nothing to explain)."""
+    regressed_history(admin, base_twice=True)
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["attribution"]["base_run"] == "c7-again"
+    (cause,) = alert["attribution"]["causes"]
+    assert cause["kind"] == "occupancy_registers"
+    assert "registers 64→96; new finding AchievedOccupancy" in alert["summary"]
+
+
+def test_a_series_is_fixed_only_once_back_within_the_class_floor_of_its_earlier_level(
+    admin: httpx.Client,
+) -> None:
+    """A 100 us kernel's floor is 1%: 1.6% above the level it regressed from is still
+    regressed, 0.4% above it is back."""
+    labels = regressed_history(admin)
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["attribution"]["base_median"] == pytest.approx(100.0, abs=0.1)
+    line = ["head", *labels[::-1]]
+    post_run(admin, "nearly", line, 101.6, minutes=21, seed=61)
+    nearly = admin.get(f"/api/v1/alerts/{alert['id']}").json()
+    assert (nearly["state"], nearly["fixed_by_commit"]) == ("suspected", None)
+    post_run(admin, "back", ["nearly", *line], 100.4, minutes=22, seed=62)
+    back = admin.get(f"/api/v1/alerts/{alert['id']}").json()
+    assert (back["state"], back["fixed_by_commit"]) == ("fixed", sha_for("back"))
+    assert "back within 1% of the 100 us it regressed from" in back["events"][-1]["note"]

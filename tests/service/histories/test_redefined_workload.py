@@ -10,10 +10,18 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import Engine
 
+from service.core.settings import Settings
+from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
+from tests.service.api.test_webhook import Hook, _server, push_payload
 from tests.service.evaluation.test_alerts import runner_token
-from tests.service.histories.test_step_and_fix import admin, live, settle  # noqa: F401
+from tests.service.histories.test_step_and_fix import (  # noqa: F401
+    admin,
+    live,
+    new_runner,
+    settle,
+)
 
 KERNELS = ["reduce_partial", "reduce_final"]
 
@@ -120,3 +128,66 @@ def test_only_one_to_one_pairs_are_redefinitions() -> None:
     assert pairs([(10, "a"), (11, "a")], [(1, "a"), (2, "a")]) == {}
     assert pairs([(10, "a")], [(1, "a"), (2, "a")]) == {}
     assert pairs([], [(1, "a")]) == {}
+
+
+def test_a_redefinition_inside_a_push_of_three_commits_is_bisected_to_its_commit(
+    settings: Settings, engine: Engine
+) -> None:
+    """A push of three commits: a README line (c6), `blocks=1056` -> `blocks=132` (c7), a comment
+    (c8). The head is measured and regressed against the old definition's level, the
+    confirmation measures each side as it is defined, and the bisection judges c6 (the old
+    definition) and c7 (the new one) each against the good commit's old definition: the first
+    bad commit is c7, not the head."""
+    old, new = {"blocks": 1056}, {"blocks": 132}
+
+    def defined(i: int) -> tuple[dict, float]:
+        return (new, 380.0) if i >= 7 else (old, 120.0)
+
+    index = {sha_for(f"c{i}"): i for i in range(10)}
+    token = new_runner(engine, "h100-a")
+    done: list[tuple[str, int]] = []
+    with (
+        _server(settings, analyse_in_request=False, analysis_delay_seconds=0.2) as server,
+        server.client(ADMIN_TOKEN) as reader,
+        server.client(token) as runner,
+    ):
+
+        def work() -> None:
+            while (answer := runner.post("/api/v1/jobs/claim")).status_code == 200:
+                claim = answer.json()
+                job = claim["job"]
+                i = index[job["commit"]]
+                doc = run_of(i, [defined(i)], seed=len(done) + 1)
+                if job["kind"] != "run":
+                    base = index[job["payload"]["base_sha"]]
+                    wanted = job["payload"]["workloads"]
+                    # The runner measures what each commit defines of what the job asks.
+                    assert {"name": "reduce", "params": defined(i)[0]} in wanted, wanted
+                    assert {"name": "reduce", "params": defined(base)[0]} in wanted, wanted
+                    doc["paired_base"] = run_of(base, [defined(base)], seed=len(done) + 50)
+                    doc["run_id"] += f"-{job['kind']}-{job['id']}"
+                    doc["paired_base"]["run_id"] += f"-base-{job['id']}"
+                doc["job_id"], doc["lease_token"] = job["id"], claim["attempt_token"]
+                assert runner.post("/api/v1/runs", json=doc).status_code == 201
+                done.append((job["kind"], i))
+                settle(engine)
+            assert answer.status_code == 204, answer.text
+
+        hook = Hook(reader)
+        for push in [[i] for i in range(6)] + [[6, 7, 8]]:
+            shas = [sha_for(f"c{i}") for i in push]
+            assert hook.send(push_payload(after=shas[-1], commits=shas)).status_code == 202
+            work()
+            settle(engine)
+            work()
+        assert [j for j in done if j[0] != "run"] == [("confirm", 8), ("bisect", 6),
+                                                      ("bisect", 7)], done  # fmt: skip
+        (listed,) = reader.get("/api/v1/alerts").json()
+        alert = reader.get(f"/api/v1/alerts/{listed['id']}").json()
+        assert alert["commit"] == sha_for("c8") and alert["state"] == "open"
+        assert alert["bisect"]["state"] == "done", alert["bisect"]
+        assert alert["first_bad_commit"] == sha_for("c7")
+        tested = alert["bisect"]["tested"]
+        assert not tested[sha_for("c6")]["bad"] and tested[sha_for("c7")]["bad"], tested
+        assert 2.1 < tested[sha_for("c7")]["change"] < 2.25  # against the old definition
+        assert f"first bad commit {sha_for('c7')[:12]}" in alert["events"][-1]["note"]

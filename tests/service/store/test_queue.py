@@ -356,3 +356,27 @@ def test_a_post_after_the_lease_expired_is_409_before_the_reaper_runs(
     with Session(engine) as session:
         assert session.scalar(select(func.count()).select_from(Run)) == 0
         assert session.get(Job, got["job"]["id"]).state == "running"  # the reaper's to requeue
+
+
+def test_a_job_that_keeps_failing_with_retry_ends_failed_after_its_last_attempt(
+    server: LiveServer, engine: Engine
+) -> None:
+    """The agent asks for a retry on every failure: max_attempts alone stops the loop."""
+    (job_id,) = make_jobs(engine, 1)  # max_attempts=2
+    seen = []
+    with server.client(make_runner(engine, "r")) as client:
+        for _ in range(2):
+            got = claim(client)
+            assert got is not None and got["job"]["id"] == job_id
+            failed = client.post(
+                f"/api/v1/jobs/{job_id}/fail",
+                json={"attempt_token": got["attempt_token"], "log_tail": "boom", "retry": True},
+            )
+            assert failed.status_code == 200, failed.text
+            seen.append((failed.json()["attempt"], failed.json()["state"]))
+        assert claim(client) is None
+    assert seen == [(1, "queued"), (2, "failed")]
+    with engine.connect() as conn:
+        job = conn.execute(select(Job)).one()
+    assert (job.state, job.attempt, job.failure) == ("failed", 2, "boom")
+    assert job.finished_at is not None
