@@ -237,7 +237,8 @@ MUTATIONS = [
         "service/evaluation/alerts.py",
         "if alert.commit_id not in line:  # a later commit's suspicion: this one came first",
         "if False:",
-        "tests/service/histories/test_pending_alerts.py",
+        "tests/service/histories/test_pending_alerts.py::test_a_regression_that_arrives_after_its_"
+        "next_commit_opens_its_alert_at_its_commit",
     ),
     # Issue 46: rules no test held (25 hand-made mutations, 15 killed), each pinned directly.
     (
@@ -405,7 +406,8 @@ MUTATIONS = [
         "service/analysis/run_offset.py",
         "kept[members[0]] = not changed[members[0]]",
         "kept[members[0]] = True",
-        "tests/service/histories/test_own_change_no_offset.py",
+        "tests/service/analysis/test_run_offset.py::test_a_control_whose_reading_is_a_change_of_"
+        "its_own_measures_no_offset",
     ),
     (
         "a verdict one control's offset would flip waits for the next run",
@@ -439,6 +441,39 @@ MUTATIONS = [
         "same = False",
         "tests/service/histories/test_own_change_no_offset.py::test_a_series_that_moved_while_its_"
         "kernels_did_not_says_where_the_time_went",
+    ),
+    # Issue 52: doubt settled by measuring at once; what the rerun finds is the verdict.
+    (
+        "a young level's pending slowdown is confirmed at once, its alert suspected",
+        "service/evaluation/alerts.py",
+        "doubt = doubtful(v)",
+        'doubt = v.verdict == "regressed"',
+        "tests/service/histories/test_doubt_confirmed.py::test_a_young_levels_slowdown_is_"
+        "confirmed_at_once_and_the_rerun_is_its_verdict",
+    ),
+    (
+        "a pull request's doubtful slowdown is confirmed against its merge base",
+        "service/evaluation/confirmations.py",
+        "wanted = {v.series_id for v in verdicts if doubtful(v)}",
+        "wanted = set()",
+        "tests/service/histories/test_doubt_confirmed.py::test_a_pull_requests_young_slowdown_is_"
+        "confirmed_against_its_merge_base",
+    ),
+    (
+        "what the interleaved rerun found is the series' verdict at that commit",
+        "service/evaluation/evaluate.py",
+        "    confirmations.settle(session, run, verdicts)",
+        "    pass",
+        "tests/service/histories/test_doubt_confirmed.py::test_a_slowdown_the_rerun_does_not_"
+        "reproduce_is_unchanged_in_every_read",
+    ),
+    (
+        "a run whose slowdown the rerun did not reproduce stays out of its level's baseline",
+        "service/evaluation/confirmations.py",
+        'v.outlier = v.outlier or settled == "unchanged"',
+        "v.outlier = v.outlier",
+        "tests/service/histories/test_doubt_confirmed.py::test_a_slowdown_the_rerun_does_not_"
+        "reproduce_is_unchanged_in_every_read",
     ),
     # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
     (

@@ -32,3 +32,30 @@ def remeasure(head: np.ndarray, base: np.ndarray, alpha: float = ALPHA) -> Remea
     change = (h - b) / b
     p = float(mannwhitneyu(head, base, alternative="greater").pvalue)
     return Remeasured(b, h, change, p, p <= alpha and change > class_floor(b))
+
+
+def settle(verdict: str, state: str, change: float | None, p_value: float | None) -> str:
+    """What a confirmation's finding (`state`: confirmed, not_reproduced, unmeasured) makes of
+    a regressed or pending verdict: regressed where the interleaved rerun found the head slower,
+    unchanged where it did not; anything else, and any verdict the finding is not about, as
+    it is."""
+    if verdict not in ("regressed", "pending") or change is None or p_value is None:
+        return verdict
+    if state == "confirmed":
+        return "regressed"
+    return "unchanged" if state == "not_reproduced" else verdict
+
+
+def settle_note(state: str, change: float | None, p_value: float | None) -> str:
+    """The reason a settled verdict gives."""
+    if state == "confirmed" and change is not None:
+        return (
+            f"confirmed by an interleaved rerun of base and head on one runner: {change:+.1%} "
+            f"(p = {p_value:.2g})"
+        )
+    if state == "not_reproduced" and change is not None:
+        return (
+            f"unchanged: the interleaved rerun of base and head on one runner found "
+            f"{change:+.1%} (p = {p_value:.2g}), not a slowdown"
+        )
+    return ""

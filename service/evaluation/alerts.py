@@ -8,12 +8,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.confirmation import ALPHA, remeasure
 from service.analysis.verdicts import class_floor
 from service.core.errors import Conflict
-from service.evaluation import bisect
+from service.evaluation import bisect, confirmations
 from service.evaluation.attribution import attribute
-from service.evaluation.paired import commit_sha, series_samples
+from service.evaluation.confirmations import doubtful
+from service.evaluation.paired import commit_sha
 from service.models import (
     Alert,
     AlertEvent,
@@ -22,7 +22,6 @@ from service.models import (
     Repository,
     Result,
     Run,
-    Runner,
     RunWorkload,
     Series,
     Verdict,
@@ -68,17 +67,18 @@ def _notify(session: Session, alert: Alert, kind: str, note: str) -> None:
     )  # fmt: skip
 
 
-def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attempts: int) -> None:
-    """Open suspected alerts for new regressions (with one confirmation job for the run) and
-    close active alerts whose series came back. A run analysed again (an earlier commit arrived
-    after it) keeps the alerts it opened, but dismisses a still suspected one whose regression
-    it no longer finds (its confirmation cancelled while no runner has it). A regression found
-    at a commit before one whose still suspected alert is on the same series (a pending verdict
-    the later run settled) opens its own: the later run, decided again after it, keeps or
-    dismisses its own. A pull request's run opens and closes none: its verdicts are the PR's
-    own (compared with its merge base), not a change of the branch it targets."""
+def update_alerts(session: Session, run: Run, verdicts: list[Verdict]) -> list[Alert]:
+    """Open suspected alerts for new regressions and doubtful slowdowns (a young level's pending
+    one: its confirmation settles it at once, service.evaluation.confirmations), and close
+    active alerts whose series came back; the alerts it suspected. A run analysed again (an
+    earlier commit arrived after it) keeps the alerts it opened, but dismisses a still suspected
+    one whose slowdown it no longer finds (its confirmation cancelled while no runner has it).
+    A regression found at a commit before one whose still suspected alert is on the same series
+    (a pending verdict the later run settled) opens its own: the later run, decided again after
+    it, keeps or dismisses its own. A pull request's run opens and closes none: its verdicts
+    are the PR's own (compared with its merge base), not a change of the branch it targets."""
     if run.pull_request is not None:
-        return
+        return []
     series_ids = [v.series_id for v in verdicts]
     own = {
         a.series_id: a
@@ -105,8 +105,9 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attem
     suspected: list[Alert] = []
     for v in verdicts:
         mine = own.get(v.series_id)
+        doubt = doubtful(v)
         if mine is not None:
-            if mine.state == "suspected" and v.verdict != "regressed":
+            if mine.state == "suspected" and not doubt:
                 transition(
                     session,
                     mine,
@@ -118,20 +119,19 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict], max_attem
                 _drop_confirmation(session, mine, "the regressions it was to confirm are gone")
             continue
         alert = active.get(v.series_id)
-        if v.verdict == "regressed" and alert is not None and alert.state == "suspected":
+        if doubt and alert is not None and alert.state == "suspected":
             if line is None:
                 line = _line(session, run)
             if alert.commit_id not in line:  # a later commit's suspicion: this one came first
                 alert = None
-        if v.verdict == "regressed" and (alert is None or alert.state == "fixed"):
+        if doubt and (alert is None or alert.state == "fixed"):
             suspected.append(_suspect(session, run, v))
-        elif alert is not None and v.verdict != "regressed" and _back(session, alert, v):
+        elif alert is not None and not doubt and _back(session, alert, v):
             if line is None:
                 line = _line(session, run)
             if alert.commit_id in line:  # a descendant of the regression, not an earlier commit
                 _fixed_by(session, alert, run, v)
-    if suspected:
-        _queue_confirmation(session, run, suspected, max_attempts)
+    return suspected
 
 
 def _line(session: Session, run: Run) -> set[int]:
@@ -277,58 +277,19 @@ def _suspect(session: Session, run: Run, v: Verdict) -> Alert:
     return alert
 
 
-def _queue_confirmation(session: Session, run: Run, alerts: list[Alert], max_attempts: int) -> None:
-    """One job: the same runner builds base and head and times them interleaved, A B A B."""
-    head = session.get(Commit, run.commit_id)
-    base_ids = {a.base_commit_id for a in alerts}
-    runner = session.get(Runner, run.runner_id) if run.runner_id else None
-    labels = {"runner": runner.name} if runner else {}
-    for base_id in base_ids:
-        group = [a for a in alerts if a.base_commit_id == base_id]
-        workloads = []
-        for alert in group:
-            series = session.get(Series, alert.series_id)
-            assert series is not None
-            workloads.append({"name": series.workload, "params": series.params})
-            before = alert.attribution.get("redefined_from")
-            if before is not None:  # the base side measures it as it was then
-                workloads.append({"name": series.workload, "params": before["params"]})
-        base_sha = commit_sha(session, base_id)
-        (job,) = queue.enqueue(
-            session,
-            repository_id=run.repository_id,
-            sha=head.sha if head else "",
-            branch=run.branch,
-            label_sets=[labels],
-            max_attempts=max_attempts,
-            kind="confirm",
-            summary=f"confirm {len(group)} regression(s) against {base_sha[:12]}",
-        )
-        job.payload = {
-            "base_sha": base_sha,
-            "alert_ids": [a.id for a in group],
-            "workloads": workloads,
-            "suite": run.suite,
-        }
-        for alert in group:
-            alert.confirm_job_id = job.id
-
-
 def confirm(
     session: Session, job: Job, head: dict[str, Any], base: dict[str, Any], actor: str
 ) -> list[Alert]:
-    """Judge each alert of a confirmation job on the interleaved base and head samples."""
+    """Judge a confirmation job's series on the interleaved base and head samples
+    (service.evaluation.confirmations) and move each alert it was for as its series' finding
+    says: open where the head is slower, dismissed where it is not."""
+    found = {(c.run_id, c.series_id): c for c in confirmations.judge(session, job, head, base)}
     alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
     for alert in alerts:
-        series = session.get(Series, alert.series_id)
-        assert series is not None
-        before = alert.attribution.get("redefined_from")
-        retired = session.get(Series, before["series_id"]) if before else None
-        head_samples = series_samples(head, series)
-        base_samples = series_samples(base, retired or series)
-        if alert.state != "suspected":
+        c = found.get((alert.run_id, alert.series_id))
+        if alert.state != "suspected" or c is None:
             continue
-        if head_samples is None or base_samples is None:
+        if c.state == "unmeasured":
             transition(
                 session,
                 alert,
@@ -337,25 +298,19 @@ def confirm(
                 "the confirmation run did not measure this workload on both sides",
             )
             continue
-        # Bonferroni across the job's alerts: a handful at most.
-        measured = remeasure(head_samples, base_samples, ALPHA / len(alerts))
-        b, h, change, p = (measured.base_median, measured.head_median, measured.change,
-                           measured.p_value)  # fmt: skip
-        alert.confirmed_change = change
+        alert.confirmed_change = c.change
         alert.attribution = {
             **alert.attribution,
-            "confirmation": {
-                "base_median": b,
-                "head_median": h,
-                "change": change,
-                "p_value": p,
-                "base_n": int(base_samples.size),
-                "head_n": int(head_samples.size),
-            },
-        }
-        if measured.slower:
+            "confirmation": {"base_median": c.base_median, "head_median": c.head_median,
+                             "change": c.change, "p_value": c.p_value},
+        }  # fmt: skip
+        if c.state == "confirmed":
             transition(
-                session, alert, "open", actor, f"confirmed interleaved: {change:+.1%} (p = {p:.2g})"
+                session,
+                alert,
+                "open",
+                actor,
+                f"confirmed interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
             )
             bisect.start(session, alert, job, actor)
             if alert.fixed_by_commit_id is not None:
@@ -374,7 +329,7 @@ def confirm(
                 alert,
                 "dismissed",
                 actor,
-                f"not reproduced interleaved: {change:+.1%} (p = {p:.2g})",
+                f"not reproduced interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
             )
     return alerts
 

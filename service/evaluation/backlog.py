@@ -33,12 +33,13 @@ from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
+from service.evaluation import confirmations
 from service.evaluation.alerts import notify_broken, update_alerts
 from service.evaluation.changepoints import Segmented, update_change_points
 from service.evaluation.evaluate import evaluate_run
 from service.models import Commit, Result, Run, Verdict
 from service.models.base import utcnow
-from service.store.waiting import BATCH, waiting_runs
+from service.store.waiting import BATCH, reopen, waiting_runs
 
 log = logging.getLogger(__name__)
 CONFIRM_ATTEMPTS = 3
@@ -114,7 +115,8 @@ def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, list[int
         run = session.get(Run, run_id)
         assert run is not None
         verdicts = evaluate_run(session, run)
-        update_alerts(session, run, verdicts, max_attempts=CONFIRM_ATTEMPTS)
+        suspected = update_alerts(session, run, verdicts)
+        confirmations.queue(session, run, verdicts, suspected, max_attempts=CONFIRM_ATTEMPTS)
         notify_broken(session, run)
         return run.run_uuid, _reopen_descendants(session, run) + _reopen_pending(session, run)
 
@@ -154,7 +156,7 @@ def _reopen_descendants(session: Session, run: Run) -> list[int]:
             Run.analysed_at.is_not(None),
         )
     ).all()
-    _reopen(session, descendants)
+    reopen(session, descendants)
     return descendants
 
 
@@ -188,7 +190,7 @@ def _reopen_pending(session: Session, run: Run) -> list[int]:
             if (sha in line if head.ancestors else committed_at < head.committed_at)
         }
     )
-    _reopen(session, ids)
+    reopen(session, ids)
     return ids
 
 
@@ -197,16 +199,6 @@ def _commit_and_series(session: Session, run: Run) -> tuple[Commit, Any]:
     head = session.get(Commit, run.commit_id)
     assert head is not None
     return head, select(Result.series_id).where(Result.run_id == run.id)
-
-
-def _reopen(session: Session, run_ids: list[int]) -> None:
-    if run_ids:
-        session.execute(
-            update(Run)
-            .where(Run.id.in_(run_ids))
-            .values(analysed_at=None)
-            .execution_options(synchronize_session=False)
-        )
 
 
 def in_ancestry_order(session: Session, run_ids: list[int]) -> list[int]:

@@ -10,7 +10,7 @@ from service.analysis.segments import describe
 from service.analysis.verdicts import compare_many, decide
 from service.analysis.wander import min_level
 from service.core.sql import among
-from service.evaluation import notes, redefinitions
+from service.evaluation import confirmations, notes, redefinitions
 from service.evaluation.baseline import Baseline, baselines
 from service.evaluation.controls import controls
 from service.evaluation.work_verdicts import judge_work
@@ -136,6 +136,8 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
                 **_segment_fields(base, shas),
             )
         )
+    # What an interleaved rerun found of a doubtful slowdown is its verdict.
+    confirmations.settle(session, run, verdicts)
     then = {old.id: new_id for new_id, old in redefined.items()}
     verdicts += _broken_and_missing(session, run, previous, measured, then)
     session.add_all(verdicts)

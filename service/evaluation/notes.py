@@ -17,7 +17,9 @@ def verdict_note(
     sole_control: str = "",
     same_kernels: bool = False,
 ) -> str:
-    """The verdict's note: `redefined` describes how a workload redefined in place changed
+    """The verdict's note, its parts joined by "; " (none holds one: a confirmation's finding
+    replaces the part that says why a verdict is pending, service.evaluation.confirmations):
+    `redefined` describes how a workload redefined in place changed
     (its retired series `old_series`), empty where it was not; `sole_control` names the one
     control that measured the run's offset, where one alone did; `same_kernels`: nothing that
     determines the series' kernels changed since its baseline."""
@@ -54,8 +56,8 @@ def sole_note(decision: Decision, control: str) -> str:
     reading = f"{other.change:+.1%} {'net of that offset' if other.controls else 'as measured'}"
     if decision.sole == "waits":
         return (
-            f"pending: {c.change:+.1%} as measured, {other.change:+.1%} net of this run's offset; "
-            f"{one}, and one kernel's word does not show that its run sat off (it may have "
+            f"pending: {c.change:+.1%} as measured, {other.change:+.1%} net of this run's offset, "
+            f"where {one}, and one kernel's word does not show that its run sat off (it may have "
             "moved on its own): the next run of this line settles it"
         )
     if decision.sole == "stayed":
@@ -87,7 +89,7 @@ def wander_note(decision: Decision, level_results: int) -> str:
     if decision.verdict == "pending":
         return (
             f"pending: {c.change:+.1%} clears the floor ({c.floor:.1%}), but the level it is "
-            f"compared with has {runs}, too few to know how far its runs wander; the next run "
+            f"compared with has {runs}, too few to know how far its runs wander: the next run "
             "of this line settles it"
         )
     if decision.settled == "stayed":

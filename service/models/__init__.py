@@ -10,7 +10,7 @@ from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
 from service.models.series import Result, Series
-from service.models.verdict import Verdict, WorkVerdict
+from service.models.verdict import Confirmation, Verdict, WorkVerdict
 
 __all__ = [
     "Alert",
@@ -19,6 +19,7 @@ __all__ = [
     "BuildResource",
     "ChangePoint",
     "Commit",
+    "Confirmation",
     "CorrectnessOutcome",
     "Job",
     "NcuKernel",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, ForeignKey, Index, String, Text, false
+from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
@@ -88,3 +88,39 @@ class WorkVerdict(Base):
     # (service.analysis.work); a counter with too few is "learning": shown, no notice.
     tolerance: Mapped[float | None] = mapped_column(Float)
     pairs: Mapped[int] = mapped_column(default=0, server_default="0")
+
+
+# queued: its job not yet posted; confirmed: base and head measured interleaved, the head
+# slower; not_reproduced: measured, not slower; unmeasured: a side did not measure the workload.
+CONFIRMATION_STATES = ("queued", "confirmed", "not_reproduced", "unmeasured")
+
+
+class Confirmation(Base):
+    """A series' doubtful slowdown at one run measured again: base and head built and timed
+    interleaved, A B A B, on one runner (a confirmation job). What it found decides the series'
+    verdict at that run wherever it is read (service.evaluation.confirmations), for a young
+    level's pending change as for a suspected regression, on a branch or a pull request."""
+
+    __tablename__ = "confirmations"
+    __table_args__ = (
+        UniqueConstraint("run_id", "series_id"),
+        Index("ix_confirmations_job_id", "job_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    series_id: Mapped[int] = mapped_column(ForeignKey("series.id", ondelete="CASCADE"))
+    # The series the base side measures: the workload as it was defined at the base commit
+    # (another series where the run redefined it in place); None: the same series.
+    base_series_id: Mapped[int | None] = mapped_column(ForeignKey("series.id", ondelete="SET NULL"))
+    base_commit_id: Mapped[int | None] = mapped_column(
+        ForeignKey("commits.id", ondelete="SET NULL")
+    )
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"))
+    state: Mapped[str] = mapped_column(String(20), default="queued")
+    change: Mapped[float | None] = mapped_column(Float)
+    p_value: Mapped[float | None] = mapped_column(Float)
+    base_median: Mapped[float | None] = mapped_column(Float)
+    head_median: Mapped[float | None] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    decided_at: Mapped[datetime | None]

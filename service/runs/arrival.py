@@ -53,12 +53,18 @@ async def receive(
         outcome = await run_sync(partial(ingest, factory, doc, raw, digest=digest))
     else:
         outcome = await run_sync(store_runner_document, factory, doc, raw, runner_id, digest)
+    if outcome.reopened:  # a confirmation: what it found is the verdicts of the runs it was for
+        judged: list[str] = []
+        if settings.analyse_in_request:
+            for pk in outcome.reopened:
+                judged += await run_sync(analyse_run, factory, pk)
+        return Arrival(outcome, judged)
     if not outcome.stored or outcome.pk is None:
         return Arrival(outcome, judged=[])
     await failpoints.pause("after_store")  # stored, not yet answered: see core.failpoints
     if doc.pull_request is not None:  # a branch's own run sets nothing else going
         await run_sync(after_store, factory, outcome.pk, settings.max_attempts)
-    judged: list[str] = []
+    judged = []
     if settings.analyse_in_request:
         # Empty: the background worker claimed the run first, and it reports it itself.
         judged = await run_sync(analyse_run, factory, outcome.pk)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
 from service.core.errors import Conflict, InvalidDocument
-from service.evaluation import bisect
+from service.evaluation import bisect, confirmations
 from service.evaluation.alerts import confirm
 from service.models import Job, Repository, Runner
 from service.schemas.digest import document_digest
@@ -130,5 +130,8 @@ def _apply_confirmation(
                 actor=actor,
             )
             states = ", ".join(f"alert {a.id} {a.state}" for a in alerts)
+        reopened = tuple(confirmations.runs_of_job(session, job)) if kind == "confirm" else ()
         finish(session, job, succeeded=True)
-    return IngestOutcome(doc.run_id, stored=True, results=0, detail=f"{what}: {states}")
+    return IngestOutcome(
+        doc.run_id, stored=True, results=0, detail=f"{what}: {states}", reopened=reopened
+    )

@@ -43,6 +43,9 @@ class IngestOutcome:
     results: int
     detail: str | None = None
     pk: int | None = None  # the stored run's row, for its analysis
+    # Runs put back on the analysis backlog by what arrived (a confirmation's finding is their
+    # verdict now: service.evaluation.confirmations).
+    reopened: tuple[int, ...] = ()
 
 
 def ingest(

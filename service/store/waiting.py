@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, exists, select
+from sqlalchemy import ColumnElement, exists, select, update
 from sqlalchemy.orm import Session
 
 from service.models import Run, Series
@@ -14,6 +14,17 @@ def waiting_runs(session: Session, column: ColumnElement) -> list[int]:
     """Up to BATCH runs still waiting for the step `column` records, oldest first."""
     query = select(Run.id).where(column.is_(None)).order_by(Run.id).limit(BATCH)
     return list(session.scalars(query))
+
+
+def reopen(session: Session, run_ids: list[int] | set[int]) -> None:
+    """Put analysed runs back on the verdict backlog: they are decided again."""
+    if run_ids:
+        session.execute(
+            update(Run)
+            .where(Run.id.in_(list(run_ids)))
+            .values(analysed_at=None)
+            .execution_options(synchronize_session=False)
+        )
 
 
 def series_pending(session: Session, series_id: int, branch: str | None = None) -> bool:

@@ -77,7 +77,7 @@ async def post_run(
         for judged in arrival.judged:
             background.add_task(github.report_run, factory, settings, judged)
             background.add_task(github_comments.report_pull_request, factory, settings, judged)
-    if outcome.stored and outcome.pk is not None:
+    if (outcome.stored and outcome.pk is not None) or outcome.reopened:
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())

@@ -220,6 +220,9 @@ def test_a_control_whose_reading_is_a_change_of_its_own_measures_no_offset() -> 
                                       [True, True]) == [True, False]  # fmt: skip
     assert run_offset.shared_controls([0.058, 0.0], tight[:2], [True, False], "aa",
                                       [True, True]) == [False, True]  # fmt: skip
+    # Alone: kept while its own reading is within its floor, not where it is a change.
+    assert run_offset.shared_controls([0.058], [1e-6], [True], "a", [True]) == [False]
+    assert run_offset.shared_controls([0.008], [1e-6], [False], "a", [True]) == [True]
     together = run_offset.shared_controls([-0.04, -0.041, -0.039], tight[:3], [True] * 3, "aaa",
                                           [True] * 3)  # fmt: skip
     assert together == [True] * 3  # each a change alone, not apart from the others

@@ -52,3 +52,25 @@ def test_a_pending_regression_settled_by_the_next_run_opens_its_alert_at_its_com
     dismissed = [a for a in alerts if a["state"] == "dismissed"]
     assert all(a["commit"] == line.sha(STEP + 1) for a in dismissed), dismissed
     assert all(confirms.get(a["commit"]) == "cancelled" for a in dismissed), (dismissed, jobs)
+
+
+def test_a_regression_that_arrives_after_its_next_commit_opens_its_alert_at_its_commit(
+    live: LiveServer,  # noqa: F811
+    engine: Engine,
+    admin: httpx.Client,  # noqa: F811
+) -> None:
+    """The step's run arrives after the next commit's: that one, read without the step, opened
+    a suspected alert at itself first; the step, when it comes, opens its own (the later
+    commit's suspicion is not the step's), and the later one, decided again, drops its own."""
+    line = Line(dict.fromkeys(BASE, LONG), repository="acme/late-step", seed=5)
+    order = [*range(STEP), STEP + 1, STEP, *range(STEP + 2, len(MOVED))]
+    for i in order:
+        levels = {**BASE, "moved": BASE["moved"] * MOVED[i]}
+        assert admin.post("/api/v1/runs", json=line.document(i, levels)).status_code == 201
+        settle(engine)
+    alerts = admin.get("/api/v1/alerts", params={"repository": "acme/late-step"}).json()
+    live_alerts = [
+        (a["commit"], a["series"]["kernel"]) for a in alerts if a["state"] != "dismissed"
+    ]
+    assert live_alerts == [(line.sha(STEP), "moved")], alerts
+    assert metrics_at(admin, line, STEP)["moved"]["verdict"] in ("regressed", "pending")

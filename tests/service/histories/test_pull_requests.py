@@ -121,7 +121,10 @@ def test_a_pr_is_judged_against_its_merge_base_and_opens_no_alert(
     assert judged["baseline"]["commit"] == sha_for("main-1")
     with engine.connect() as conn:
         assert conn.execute(select(Alert)).all() == []  # a PR's verdicts open no alert
-        assert [j for j in conn.execute(select(Job)).all()] == []  # its merge base is measured
+        # Its merge base is measured: the one job confirms the PR's slowdown against it.
+        jobs = conn.execute(select(Job.kind, Job.commit_sha, Job.payload)).all()
+        assert [(kind, sha) for kind, sha, _ in jobs] == [("confirm", sha_for("pr-2"))]
+        assert jobs[0].payload["base_sha"] == sha_for("main-1")
     trend = admin.get("/trends.json", params={"repository": REPO, "branch": "main"}).json()
     points = [p for history in trend["series"] for p in history["points"]]
     assert {p["commit"] for p in points} == {sha_for("main-0"), sha_for("main-1")}

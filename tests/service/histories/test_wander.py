@@ -63,13 +63,18 @@ LATE = STEP + 2
 
 
 def at(i: int) -> dict[str, float]:
-    shifted = STEP <= i < FIX
-    levels = {k: level * (SHIFT[k] if shifted else 1.0) for k, level in BASE.items()}
+    levels = code(i)
     if i in BLIPS:
         levels["blip"] *= 1.03
     if i == LATE:
         levels["late"] *= 1.04
     return levels
+
+
+def code(i: int) -> dict[str, float]:
+    """What base and head interleaved measure of commit i: its code's level, no run's offset."""
+    shifted = STEP <= i < FIX
+    return {k: level * (SHIFT[k] if shifted else 1.0) for k, level in BASE.items()}
 
 
 def expected(i: int) -> str:
@@ -90,7 +95,7 @@ def test_wandering_series_through_a_shift_six_innocent_commits_and_the_fix(
 ) -> None:
     line = Line(KERNELS, repository=f"acme/wander-{seed}", seed=seed)
     with live.client(new_runner(engine, "h100-a")) as client:
-        runner = FakeRunner(client, line, at)
+        runner = FakeRunner(client, line, at, code)
         for i in range(N):
             assert admin.post("/api/v1/runs", json=line.document(i, at(i))).status_code == 201
             settle(engine)
@@ -98,8 +103,13 @@ def test_wandering_series_through_a_shift_six_innocent_commits_and_the_fix(
             settle(engine)
     assert_story(verdicts(admin, line, N))
     alerts = admin.get("/api/v1/alerts", params={"repository": line.repository}).json()
-    assert sorted(a["series"]["kernel"] for a in alerts) == sorted(KERNELS)
-    assert {(a["state"], a["commit"]) for a in alerts} == {("fixed", line.sha(STEP))}
+    fixed = [a for a in alerts if a["state"] == "fixed"]
+    assert sorted(a["series"]["kernel"] for a in fixed) == sorted(KERNELS)
+    assert {a["commit"] for a in fixed} == {line.sha(STEP)}
+    # The fixed level's first run, sitting 3% slow as a whole, was confirmed at once and not
+    # reproduced (after the shift, the shift's alert was the blip's own and still active).
+    doubts = [(a["series"]["kernel"], a["commit"], a["state"]) for a in alerts if a not in fixed]
+    assert doubts == [("blip", line.sha(FIX + 1), "dismissed")]
 
 
 def test_a_burst_of_them_in_any_order_decides_the_same(
