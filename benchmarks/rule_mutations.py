@@ -39,10 +39,10 @@ MUTATIONS = [
         "commit_metrics",
     ),
     (
-        "one confirmation of several alerts corrects for their number",
-        "service/evaluation/alerts.py",
-        "measured = remeasure(head_samples, base_samples, ALPHA / len(alerts))",
-        "measured = remeasure(head_samples, base_samples, ALPHA)",
+        "one confirmation of several doubts corrects for their number",
+        "service/evaluation/confirmations.py",
+        "rule.remeasure(head_samples, base_samples, rule.ALPHA / len(found))",
+        "rule.remeasure(head_samples, base_samples, rule.ALPHA)",
         "tests/service/histories/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
         "number",
     ),
@@ -71,7 +71,7 @@ MUTATIONS = [
     ),
     (
         "p-values are corrected for the run's number of series (Benjamini-Hochberg)",
-        "service/analysis/verdicts.py",
+        "service/analysis/decision.py",
         'q_values = false_discovery_control([c.p_value for c in comparisons], method="bh")',
         "q_values = [c.p_value for c in comparisons]",
         "tests/service/analysis/test_wander.py::test_benjamini_hochberg_holds_a_lone_p_value_of_"
@@ -102,7 +102,7 @@ MUTATIONS = [
     ),
     (
         "a change on a level of one run is pending until the next run",
-        "service/analysis/verdicts.py",
+        "service/analysis/decision.py",
         "    if not c.young:",
         "    if True:",
         "tests/service/histories/test_wander.py",
@@ -411,7 +411,7 @@ MUTATIONS = [
     ),
     (
         "a verdict one control's offset would flip waits for the next run",
-        "service/analysis/verdicts.py",
+        "service/analysis/decision.py",
         "if c.alternative is None or measured.verdict == net.verdict:",
         "if True:",
         "tests/service/analysis/test_run_offset.py::test_a_control_that_moved_on_its_own_within_"
@@ -419,7 +419,7 @@ MUTATIONS = [
     ),
     (
         "the next run settles a verdict one control would flip: a change only where it stays",
-        "service/analysis/verdicts.py",
+        "service/analysis/decision.py",
         "stays = c.next_raw * moved.change > 0 and abs(c.next_raw) > moved.floor",
         "stays = True",
         "tests/service/analysis/test_run_offset.py::test_a_verdict_one_control_would_flip_waits_"

@@ -27,7 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from service.analysis.verdicts import Comparison, compare, decide
+from service.analysis.decision import decide
+from service.analysis.verdicts import Comparison, compare
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,8 @@ def _baseline(rng: np.random.Generator, base: Pool, exclude_round: int, k: int) 
 def measure(classes: list[ClassPools], trials: int, aa_per_class: int, seed: int, k: int) -> Tally:
     """`trials` simulated runs, each with, per class, one series per magnitude and
     `aa_per_class` A/A series, decided together as at ingest."""
-    from service.analysis.verdicts import compare, decide
+    from service.analysis.decision import decide
+    from service.analysis.verdicts import compare
 
     rng = np.random.default_rng(seed)
     hits: dict[tuple[str, float], int] = {}

@@ -6,8 +6,9 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from service.analysis.candidate import Candidate
+from service.analysis.decision import decide
 from service.analysis.segments import describe
-from service.analysis.verdicts import compare_many, decide
+from service.analysis.verdicts import compare_many
 from service.analysis.wander import min_level
 from service.core.sql import among
 from service.evaluation import confirmations, notes, redefinitions

@@ -4,7 +4,8 @@ in place)."""
 
 from __future__ import annotations
 
-from service.analysis.verdicts import Comparison, Decision
+from service.analysis.decision import Decision
+from service.analysis.verdicts import Comparison
 
 OFFSET_NOTED = 0.005  # a run offset taken out is noted from half a percent
 

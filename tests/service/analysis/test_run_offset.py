@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from service.analysis import run_offset, wander
-from service.analysis.verdicts import compare_many, decide
+from service.analysis.decision import decide
+from service.analysis.verdicts import compare_many
 from tests.service.analysis.test_wander import candidate, run
 
 

@@ -6,7 +6,8 @@ import httpx
 import numpy as np
 import pytest
 
-from service.analysis.verdicts import class_floor, compare, decide, noise_floor
+from service.analysis.decision import decide
+from service.analysis.verdicts import class_floor, compare, noise_floor
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.documents import post_history as history

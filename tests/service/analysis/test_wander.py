@@ -9,7 +9,8 @@ import pytest
 
 from service.analysis import verdicts, wander
 from service.analysis.candidate import Candidate
-from service.analysis.verdicts import Comparison, compare_many, decide
+from service.analysis.decision import decide
+from service.analysis.verdicts import Comparison, compare_many
 
 
 def run(level: float, rng: np.random.Generator, processes: int = 3, samples: int = 20,
