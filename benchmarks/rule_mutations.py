@@ -475,6 +475,13 @@ MUTATIONS = [
         "tests/service/histories/test_doubt_confirmed.py::test_a_slowdown_the_rerun_does_not_"
         "reproduce_is_unchanged_in_every_read",
     ),
+    (
+        "a learning cache counter says on the commit page why it is silent",
+        "service/pages/templates/commit.html",
+        '{% if learning %}<p class="muted work-learning">',
+        '{% if false %}<p class="muted work-learning">',
+        "tests/service/evaluation/test_work_counters.py",
+    ),
     # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
     (
         "a bisection measures each commit under whichever definition it carries",

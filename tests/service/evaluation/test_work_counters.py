@@ -262,4 +262,9 @@ def test_runs_of_identical_code_give_no_notice_and_half_a_percent_more_instructi
         learning = {v["counter"]: v for v in early["workloads"][0]["kernels"][0]["work"]}
         assert learning[L2_READ]["verdict"] == "learning"  # one pair of unchanged code so far
         assert "1 of 3 pairs" in learning[L2_READ]["note"]
+        # Why it is silent, and what would make it speak, on the page as in the answer.
+        assert "a profile the runner reused" in learning[L2_READ]["note"].lower()
+        assert "KERNELWATCH_NCU_REUSE=0" in learning[L2_READ]["note"]
+        page = admin.get(f"/commits/{sha_for('c2')}").text
+        assert "L2 sectors read by the SMs" in page and "KERNELWATCH_NCU_REUSE=0" in page
         assert early["verdict_counts"] == {"unchanged": 1}
