@@ -482,6 +482,14 @@ MUTATIONS = [
         '{% if false %}<p class="muted work-learning">',
         "tests/service/evaluation/test_work_counters.py",
     ),
+    # Issue 47 item 2: the cause in the author's terms.
+    (
+        "an alert names a change of the kernels a launch ran first (a graph break)",
+        "service/evaluation/attribution.py",
+        "moved_set = kernel_set_change(*sets, *(s.dram_bytes() for s in (base, head)))",
+        "moved_set = None",
+        "tests/service/evaluation/test_alerts.py::test_a_graph_break_is_named_first_in_the_alert",
+    ),
     # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
     (
         "a bisection measures each commit under whichever definition it carries",

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from service.analysis.alert_groups import AlertFacts, cause_name, group_alerts, top_cause
 from service.core.errors import Conflict, NotFound
 from service.evaluation.alerts import refusal, triage
-from service.evaluation.attribution import describe_workload
+from service.evaluation.attribution_text import describe_workload
 from service.models import Alert
 from service.schemas.alerts import AlertGroupKey, AlertGroupPublic, AlertPublic
 from service.store.alerts import alerts_to_triage

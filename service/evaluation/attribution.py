@@ -18,8 +18,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis import host_time, kernel_names, software
-from service.analysis.causes import DURATION, L1_SECTORS, candidates, rank
+from service.analysis.causes import DRAM, DURATION, L1_SECTORS, candidates, rank
+from service.analysis.kernel_set import kernel_set_change
 from service.analysis.work import determinants
+from service.evaluation.attribution_text import beside_kernels, describe_workload, summary
 from service.models import (
     BuildResource,
     NcuKernel,
@@ -31,28 +33,9 @@ from service.models import (
 )
 
 RESOURCES = ("registers", "spill_stores_bytes", "spill_loads_bytes", "shared_bytes")
-RESOURCE_LABELS = {
-    "registers": "registers",
-    "spill_stores_bytes": "spill stores (B)",
-    "spill_loads_bytes": "spill loads (B)",
-    "shared_bytes": "shared memory (B)",
-}
 MIN_KERNEL_SHARE = 0.10  # kernels that account for less of the slowdown are not named
 MAX_KERNELS = 3
 MOVED_METRICS = 12  # per kernel: the counters that moved most, for a person to look at
-
-
-def describe_workload(name: str, params: dict[str, Any]) -> str:
-    """gemm_fwd 1024³ gelu; other parameters as k=v."""
-    rest = dict(params)
-    dims = [rest.pop(k) for k in ("m", "n", "k") if k in rest]
-    parts = [name]
-    if len(dims) == 3 and len(set(dims)) == 1:
-        parts.append(f"{dims[0]}³")
-    elif dims:
-        parts.append("×".join(str(d) for d in dims))
-    parts += [str(v) if k == "act" else f"{k}={v}" for k, v in sorted(rest.items())]
-    return " ".join(parts)
 
 
 class _Side:
@@ -100,6 +83,12 @@ class _Side:
             )
         ):
             self.resources[b.kernel] = {r: getattr(b, r) for r in RESOURCES}
+
+    def dram_bytes(self) -> dict[str, float] | None:
+        """Per captured kernel, the DRAM bytes it read and wrote (None without captures)."""
+        if not self.counters:
+            return None
+        return {k: sum(c.get(name, 0.0) for name in DRAM) for k, c in self.counters.items()}
 
     def time_ns(self, kernel: str, timeline: bool) -> float | None:
         if timeline:
@@ -215,6 +204,11 @@ def attribute(
         {k: t for k in names if (t := side.time_ns(k, timeline)) is not None}
         for side in (base, head)
     ]
+    # Which kernels ran, where that changed (a graph break, another op): the author's change.
+    sets = [dict.fromkeys(side.timeline if timeline else side.counters) for side in (base, head)]
+    for side, seen in zip((base, head), sets, strict=True):
+        seen.update({k: side.time_ns(k, timeline) for k in seen})
+    moved_set = kernel_set_change(*sets, *(s.dram_bytes() for s in (base, head)))
     rows = kernel_changes(names, times[0], times[1], change)
     named = [r for r in rows if r["share"] >= MIN_KERNEL_SHARE][:MAX_KERNELS]
     kernels = [_explain_kernel(r, base, head) for r in named]
@@ -233,14 +227,16 @@ def attribute(
         if series.unit == "us":
             host = host_time.host_time(base.timeline, head.timeline, base.median, head.median)
         about = f"{describe_workload(series.workload, series.params)} {change:+.1%}"
-        also = _also(upgraded, chose)
+        also = beside_kernels(upgraded, chose)
         text = f"{about}: {host_time.describe(host)}" + (f"; {also}" if also else "")
     else:
         text = summary(
-            series, change, kernels, causes, bool(head.counters), base_series, upgraded, chose
-        )
+            series, change, kernels, causes, bool(head.counters), base_series, upgraded, chose,
+            moved_set,
+        )  # fmt: skip
     return {
         "summary": text,
+        "kernel_set": moved_set.as_dict() if moved_set is not None else None,
         "same_kernels": same,
         "host_time": host.as_dict() if host is not None else None,
         "software": upgraded,
@@ -251,63 +247,3 @@ def attribute(
         "base_run": base_run.run_uuid if base_run else None,
         "head_run": head_run.run_uuid,
     }
-
-
-def share_text(share: float) -> str:
-    return "≈ 100%" if share >= 0.995 else f"≈ {share:.0%}"
-
-
-def summary(
-    series: Series,
-    change: float,
-    kernels: list[dict[str, Any]],
-    causes: list[dict[str, Any]],
-    ncu: bool,
-    before: Series | None = None,
-    upgraded: list[dict[str, Any]] | None = None,
-    chose: list[dict[str, Any]] | None = None,
-) -> str:
-    head = describe_workload(series.workload, series.params)
-    if before is not None and before.params != series.params:
-        head += f" (redefined from {describe_workload(before.workload, before.params)})"
-    head = f"{head} {change:+.1%}"
-    if not kernels:
-        why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
-        also = _also(upgraded, chose)
-        return f"{head}: {why}" + (f"; {also}" if also else "")
-    parts = []
-    for k in kernels[:2]:
-        part = f"kernel {k['kernel']} {k['change']:+.0%}"
-        if len(kernels) > 1:
-            part += f" ({share_text(k['share'])} of the slowdown)"
-        mine = [c for c in causes if c["kernel"] == k["kernel"]][:2]
-        if mine:
-            part += ": " + ", ".join(
-                f"{c['label']} ({share_text(c['workload_share'])} of the slowdown)" for c in mine
-            )
-        elif k.get("legacy"):
-            moved = [
-                f"{m['label']} {m['base']:.3g}→{m['head']:.3g}"
-                for m in k["metrics"]
-                if m["metric"] != DURATION and abs(m["change"]) >= 0.05
-            ][:2]
-            part += ": not ranked (its ncu capture lacks the counters that estimate time)"
-            part += f"; moved most: {', '.join(moved)}" if moved else ""
-        elif k["ncu"]:
-            part += ": unexplained by its counters"
-        for r in k["resources"]:
-            part += f"; {RESOURCE_LABELS[r['resource']]} {r['base']}→{r['head']}"
-        for f in k.get("findings_appeared", [])[:1]:
-            speedup = f["estimated_speedup"]
-            part += f"; new finding {f['rule']}" + (f" (est. {speedup:.0f}%)" if speedup else "")
-        parts.append(part)
-    also = _also(upgraded, chose)
-    return f"{head}: " + "; ".join([*parts, also] if also else parts)
-
-
-def _also(upgraded: list[dict[str, Any]] | None, chose: list[dict[str, Any]] | None) -> str:
-    """Beside the kernels: what the runs ran with, and what the workload chose, that differs."""
-    said = [software.describe(u) for u in upgraded or []]
-    said += [f"{c['name']} chose {c['head'] or 'nothing'} (was {c['base'] or 'nothing'})"
-             for c in chose or []]  # fmt: skip
-    return ", ".join(said)

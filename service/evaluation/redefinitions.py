@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.redefinition import pairs
-from service.evaluation.attribution import describe_workload
+from service.evaluation.attribution_text import describe_workload
 from service.models import Result, RunWorkload, Series
 
 

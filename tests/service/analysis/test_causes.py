@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from service.analysis import causes as C
-from service.evaluation.attribution import _moved_metrics, kernel_changes, summary
+from service.evaluation.attribution import _moved_metrics, kernel_changes
+from service.evaluation.attribution_text import summary
 from service.models import Series
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "causes_h100"
