@@ -14,7 +14,7 @@ benchmarks/cause_truth.py (base and head builds interleaved, L2 flushed). `--tab
 real `kernelwatch serve` (SQLite), posts the three documents over HTTP, and reads each alert's
 attribution: the kernel and the cause it ranks first, with the share of the slowdown it
 explains. The documents are the fixtures that
-tests/service/evaluation/test_cause_benchmark.py replays.
+tests/service/evaluation/alerts/test_cause_benchmark.py replays.
 """
 
 from __future__ import annotations

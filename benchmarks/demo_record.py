@@ -10,7 +10,7 @@ step, the transpose and dropout). Two commits are real regressions (the transpos
 loses its padding column; the split-K epilogue's loads stop coalescing), one is a fix, one
 breaks dropout's correctness and the next mends it; the rest change comments. The last three
 commits arrive as one push: only its head is measured, confirmed against the commit before the
-push and bisected as service.evaluation.bisect asks. DIR/demo_history/ then holds the gzip'd
+push and bisected as service.evaluation.alerts.bisect asks. DIR/demo_history/ then holds the gzip'd
 documents and a manifest; copy it over dashboards/demo_history/ (tests/dashboards/
 test_demo_bundle.py says what the loader relies on).
 """
@@ -264,8 +264,8 @@ class Recorder:
         return wanted
 
     def bisect(self, good: str, candidates: list[str], wanted: list[dict]) -> None:
-        """What service.evaluation.bisect asks for: the middle candidate against the last good
-        commit, interleaved, until the first bad one is known."""
+        """What service.evaluation.alerts.bisect asks for: the middle candidate against the last
+        good commit, interleaved, until the first bad one is known."""
         while candidates:
             sha = candidates[(len(candidates) - 1) // 2]
             started = time.monotonic()
@@ -314,7 +314,7 @@ class Recorder:
             f"second regression, of gemm_fwd 1024^3 and the training step, left open; it was "
             f"pushed with the commit before and the one after it, measured at the push's head "
             f"only, confirmed there and bisected (each tested commit against the last good one, "
-            f"interleaved, as service.evaluation.bisect asks for them). The other commits "
+            f"interleaved, as service.evaluation.alerts.bisect asks for them). The other commits "
             f"change comments and documentation only. Each regressed commit's confirmation was "
             f"recorded with runner.run.confirm.execute_confirmation (what a confirm job runs): "
             f"the last measured commit as base and it as head built side by side and timed "

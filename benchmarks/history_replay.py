@@ -101,9 +101,9 @@ def replay(folder: Path) -> dict[str, Any]:
     from sqlalchemy import select
 
     from service.core.db import session_factory
-    from service.evaluation.commit_metrics import commit_metrics_data
+    from service.evaluation.reads.commit_metrics import commit_metrics_data
     from service.models import Alert, Commit, Series
-    from service.store.commits import resolve_commit
+    from service.store.history.commits import resolve_commit
 
     saved = _load(_either(folder / "history.json"))
     work = Path(tempfile.mkdtemp(prefix="kw-replay-"))

@@ -25,14 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTATIONS = [
     (
         "a commit measured twice: the newer run is compared",
-        "service/store/ancestry.py",
+        "service/store/history/ancestry.py",
         "key=lambda r: (position[r[2]], -r[0])",
         "key=lambda r: (position[r[2]], r[0])",
         "tests/service/histories/test_rules.py::test_a_commit_measured_twice_is_compared_by_its_newer_run",
     ),
     (
         "two runs at a commit: the newest wins in the commit's metrics",
-        "service/evaluation/commit_metrics.py",
+        "service/evaluation/reads/commit_metrics.py",
         ".order_by(Run.finished_at.desc(), Run.id.desc())",
         ".order_by(Run.finished_at.asc(), Run.id.asc())",
         "tests/service/histories/test_rules.py::test_the_newest_run_of_a_suite_and_fingerprint_wins_in_the_"
@@ -40,7 +40,7 @@ MUTATIONS = [
     ),
     (
         "one confirmation of several doubts corrects for their number",
-        "service/evaluation/confirmations.py",
+        "service/evaluation/verdicts/confirmations.py",
         "rule.remeasure(head_samples, base_samples, rule.ALPHA / len(found))",
         "rule.remeasure(head_samples, base_samples, rule.ALPHA)",
         "tests/service/histories/test_rules.py::test_one_confirmation_of_several_alerts_corrects_for_their_"
@@ -56,7 +56,7 @@ MUTATIONS = [
     ),
     (
         "a regression found at a commit is a level shift",
-        "service/evaluation/baseline.py",
+        "service/evaluation/verdicts/baseline.py",
         '_SHIFT_VERDICTS = {"regressed": "regression", "improved": "improvement"}',
         "_SHIFT_VERDICTS: dict[str, str] = {}",
         "tests/service/histories/test_step_and_fix.py::test_a_step_its_innocent_successors_and_the_fix_posted_"
@@ -64,7 +64,7 @@ MUTATIONS = [
     ),
     (
         "the timing method is part of a series' identity",
-        "service/store/workload_rows.py",
+        "service/store/history/workload_rows.py",
         "        timing.method,\n    ]",
         "    ]",
         "tests/service/histories/test_method_series.py",
@@ -86,11 +86,11 @@ MUTATIONS = [
     ),
     (
         "a commit measured twice: its newest run is its point in the change points",
-        "service/evaluation/changepoints.py",
+        "service/evaluation/verdicts/changepoints.py",
         "        if cid in position:\n            newest[sid, cid] = median",
         "        if cid in position and (sid, cid) not in newest:\n"
         "            newest[sid, cid] = median",
-        "tests/service/evaluation/test_changepoints.py::test_a_commit_measured_twice_is_its_"
+        "tests/service/evaluation/verdicts/test_changepoints.py::test_a_commit_measured_twice_is_its_"
         "newest_runs_median",
     ),
     (
@@ -117,7 +117,7 @@ MUTATIONS = [
     ),
     (
         "a run the next one showed off its level stays out of the level's baseline",
-        "service/evaluation/baseline.py",
+        "service/evaluation/verdicts/baseline.py",
         "kept = [r for r in level if r[0] not in outliers] or level",
         "kept = level",
         "tests/service/histories/test_wander.py",
@@ -135,7 +135,7 @@ MUTATIONS = [
         "        return max(floor, float(student_t.ppf(1 - NOTICE_ALPHA / 2, self.pairs)) "
         "* self.rms)",
         "        return max(floor, 3.0 * self.largest)",
-        "tests/service/evaluation/test_work_counters.py::test_a_few_pairs_bound_the_next_move_by_how_"
+        "tests/service/evaluation/verdicts/test_work_verdicts.py::test_a_few_pairs_bound_the_next_move_by_how_"
         "little_they_know",
     ),
     (
@@ -151,19 +151,19 @@ MUTATIONS = [
         "if before is None or not capture.profiled_at or capture.profiled_at == "
         "before.profiled_at:",
         "if before is None:",
-        "tests/service/evaluation/test_work_counters.py::test_the_counters_of_what_the_caches_did_"
+        "tests/service/evaluation/verdicts/test_work_verdicts.py::test_the_counters_of_what_the_caches_did_"
         "are_learning_until_shown_steady",
     ),
     (
         "a workload redefined in place is judged against the series it retired",
-        "service/evaluation/evaluate.py",
+        "service/evaluation/verdicts/evaluate.py",
         "redefined = redefinitions.redefined(session, run.id, previous, started, measured)",
         "redefined: dict = {}",
         "tests/service/histories/test_redefined_workload.py",
     ),
     (
         "an alert nobody can confirm closes as fixed when its series comes back",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         '        why += "; before any confirmation"',
         "        return",
         "tests/service/runs/test_imports.py::test_an_alert_nobody_can_confirm_is_closed_as_fixed_"
@@ -178,7 +178,7 @@ MUTATIONS = [
     ),
     (
         "only kernels that nothing changed since their baseline measure the run's offset",
-        "service/evaluation/controls.py",
+        "service/evaluation/verdicts/controls.py",
         "same = all(captured.get((r, name, params_key)) == head for r in base_runs)",
         "same = True",
         "tests/service/histories/test_run_offset.py",
@@ -234,7 +234,7 @@ MUTATIONS = [
     ),
     (
         "a pending regression the next run settles opens its alert at its own commit",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "if alert.commit_id not in line:  # a later commit's suspicion: this one came first",
         "if False:",
         "tests/service/histories/test_pending_alerts.py::test_a_regression_that_arrives_after_its_"
@@ -243,66 +243,66 @@ MUTATIONS = [
     # Issue 46: rules no test held (25 hand-made mutations, 15 killed), each pinned directly.
     (
         "active alerts are the run's branch's own: main's open alert does not swallow release's",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "            Alert.branch == run.branch,\n",
         "",
-        "tests/service/evaluation/test_alerts.py::test_an_open_alert_on_main_does_not_swallow_a_"
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_an_open_alert_on_main_does_not_swallow_a_"
         "regression_on_release",
     ),
     (
         "active alerts are the run's branch's own: a fix on release does not close main's alert",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "            Alert.branch == run.branch,\n",
         "",
-        "tests/service/evaluation/test_alerts.py::test_a_fix_on_a_release_branch_cut_after_the_"
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_a_fix_on_a_release_branch_cut_after_the_"
         "regression_does_not_close_mains_alert",
     ),
     (
         "an alert's attribution reads the newest run of its base commit",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         ".order_by(Run.id.desc())",
         ".order_by(Run.id.asc())",
-        "tests/service/evaluation/test_alerts.py::test_the_attribution_reads_the_newest_run_of_a_"
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_the_attribution_reads_the_newest_run_of_a_"
         "base_commit_measured_twice",
     ),
     (
         "a fix is back within the class floor of the level the alert regressed from (not twice)",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "(result.median - base) / base <= class_floor(base)",
         "(result.median - base) / base <= 2 * class_floor(base)",
-        "tests/service/evaluation/test_alerts.py::test_a_series_is_fixed_only_once_back_within_the_"
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_a_series_is_fixed_only_once_back_within_the_"
         "class_floor_of_its_earlier_level",
     ),
     (
         "a fix is back within the class floor of the level the alert regressed from (not below)",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "(result.median - base) / base <= class_floor(base)",
         "(result.median - base) / base <= 0",
-        "tests/service/evaluation/test_alerts.py::test_a_series_is_fixed_only_once_back_within_the_"
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_a_series_is_fixed_only_once_back_within_the_"
         "class_floor_of_its_earlier_level",
     ),
     (
         "of a commit measured twice, the newer run is the previous run of the line",
-        "service/evaluation/evaluate.py",
+        "service/evaluation/verdicts/evaluate.py",
         "newest[commit_id] = max(run_id, newest.get(commit_id, run_id))",
         "newest[commit_id] = min(run_id, newest.get(commit_id, run_id))",
-        "tests/service/evaluation/test_work_rules.py::test_a_workload_the_newer_run_of_a_commit_"
+        "tests/service/evaluation/verdicts/test_work_rules.py::test_a_workload_the_newer_run_of_a_commit_"
         "measured_is_missing_from_the_next_commit",
     ),
     (
         "of a commit measured twice, the newer run is the base of the next one's work verdicts",
-        "service/evaluation/evaluate.py",
+        "service/evaluation/verdicts/evaluate.py",
         "newest[commit_id] = max(run_id, newest.get(commit_id, run_id))",
         "newest[commit_id] = min(run_id, newest.get(commit_id, run_id))",
-        "tests/service/evaluation/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
+        "tests/service/evaluation/verdicts/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
         "newer_run_of_a_commit_measured_twice",
     ),
     (
         "a work counter's base is the previous run of the line, not an older one",
-        "service/evaluation/work_verdicts.py",
+        "service/evaluation/verdicts/work_verdicts.py",
         "previous = window[0] if window else None",
         "previous = window[-1] if window else None",
-        "tests/service/evaluation/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
+        "tests/service/evaluation/verdicts/test_work_rules.py::test_a_kernels_work_is_compared_with_the_"
         "previous_run_not_an_older_one",
     ),
     (
@@ -310,7 +310,7 @@ MUTATIONS = [
         "service/analysis/work.py",
         '    return f"{runner_key}:{launch}"',
         "    return runner_key",
-        "tests/service/evaluation/test_work_rules.py::test_one_runner_digest_launched_otherwise_is_"
+        "tests/service/evaluation/verdicts/test_work_rules.py::test_one_runner_digest_launched_otherwise_is_"
         "not_the_same_determinants",
     ),
     (
@@ -318,15 +318,15 @@ MUTATIONS = [
         "service/analysis/work.py",
         '    return f"{runner_key}:{launch}"',
         "    return runner_key",
-        "tests/service/evaluation/test_work_rules.py::test_a_kernel_launched_on_another_grid_is_no_"
+        "tests/service/evaluation/verdicts/test_work_rules.py::test_a_kernel_launched_on_another_grid_is_no_"
         "control_of_the_runs_offset",
     ),
     (
         "a failure posted with retry is requeued only while the job has attempts left",
-        "service/store/jobs.py",
+        "service/store/jobs/queue.py",
         "if not succeeded and retry and job.attempt < job.max_attempts:",
         "if not succeeded and retry:",
-        "tests/service/store/test_queue.py::test_a_job_that_keeps_failing_with_retry_ends_failed_"
+        "tests/service/store/jobs/test_queue.py::test_a_job_that_keeps_failing_with_retry_ends_failed_"
         "after_its_last_attempt",
     ),
     (
@@ -427,7 +427,7 @@ MUTATIONS = [
     ),
     (
         "a series whose kernels did not change says its time went to the host code around them",
-        "service/evaluation/evaluate.py",
+        "service/evaluation/verdicts/evaluate.py",
         "same_kernels=result.id in unchanged,",
         "same_kernels=False,",
         "tests/service/histories/test_own_change_no_offset.py::test_a_series_that_moved_while_its_"
@@ -435,7 +435,7 @@ MUTATIONS = [
     ),
     (
         "an alert on a workload whose kernels did not change names the time between them",
-        "service/evaluation/attribution.py",
+        "service/evaluation/alerts/attribution.py",
         "same = base_run is not None and host_time.same_kernels(base.determinants, "
         "head.determinants)",
         "same = False",
@@ -445,7 +445,7 @@ MUTATIONS = [
     # Issue 52: doubt settled by measuring at once; what the rerun finds is the verdict.
     (
         "a young level's pending slowdown is confirmed at once, its alert suspected",
-        "service/evaluation/alerts.py",
+        "service/evaluation/alerts/lifecycle.py",
         "doubt = doubtful(v)",
         'doubt = v.verdict == "regressed"',
         "tests/service/histories/test_doubt_confirmed.py::test_a_young_levels_slowdown_is_"
@@ -453,7 +453,7 @@ MUTATIONS = [
     ),
     (
         "a pull request's doubtful slowdown is confirmed against its merge base",
-        "service/evaluation/confirmations.py",
+        "service/evaluation/verdicts/confirmations.py",
         "wanted = {v.series_id for v in verdicts if doubtful(v)}",
         "wanted = set()",
         "tests/service/histories/test_doubt_confirmed.py::test_a_pull_requests_young_slowdown_is_"
@@ -461,7 +461,7 @@ MUTATIONS = [
     ),
     (
         "what the interleaved rerun found is the series' verdict at that commit",
-        "service/evaluation/evaluate.py",
+        "service/evaluation/verdicts/evaluate.py",
         "    confirmations.settle(session, run, verdicts)",
         "    pass",
         "tests/service/histories/test_doubt_confirmed.py::test_a_slowdown_the_rerun_does_not_"
@@ -469,7 +469,7 @@ MUTATIONS = [
     ),
     (
         "a run whose slowdown the rerun did not reproduce stays out of its level's baseline",
-        "service/evaluation/confirmations.py",
+        "service/evaluation/verdicts/confirmations.py",
         'v.outlier = v.outlier or settled == "unchanged"',
         "v.outlier = v.outlier",
         "tests/service/histories/test_doubt_confirmed.py::test_a_slowdown_the_rerun_does_not_"
@@ -480,20 +480,20 @@ MUTATIONS = [
         "service/pages/templates/commit.html",
         '{% if learning %}<p class="muted work-learning">',
         '{% if false %}<p class="muted work-learning">',
-        "tests/service/evaluation/test_work_counters.py",
+        "tests/service/evaluation/verdicts/test_work_verdicts.py",
     ),
     # Issue 47 item 2: the cause in the author's terms.
     (
         "an alert names a change of the kernels a launch ran first (a graph break)",
-        "service/evaluation/attribution.py",
+        "service/evaluation/alerts/attribution.py",
         "moved_set = kernel_set_change(*sets, *(s.dram_bytes() for s in (base, head)))",
         "moved_set = None",
-        "tests/service/evaluation/test_alerts.py::test_a_graph_break_is_named_first_in_the_alert",
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_a_graph_break_is_named_first_in_the_alert",
     ),
     # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
     (
         "a bisection measures each commit under whichever definition it carries",
-        "service/evaluation/bisect.py",
+        "service/evaluation/alerts/bisect.py",
         "definitions = _definitions(session, alert, series)",
         "definitions = (series,)",
         "tests/service/histories/test_redefined_workload.py::test_a_redefinition_inside_a_push_of_"

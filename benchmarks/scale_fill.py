@@ -34,8 +34,8 @@ from sqlalchemy.exc import DBAPIError
 from benchmarks.scale_shape import NcuRows, Shape, segment_columns
 from service.models import Base, Commit, Repository, Runner, Series
 from service.schemas.document import CommitIn, params_key
-from service.store.samples import pack_samples, summarize
-from service.store.workload_rows import series_identity
+from service.store.history.samples import pack_samples, summarize
+from service.store.history.workload_rows import series_identity
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "result-document.example.json"
 REPOSITORY, SUITE, BRANCH, FINGERPRINT = "acme/fused-kernels", "kernels", "main", "5d1f0a9c7b3e2d4f"

@@ -143,8 +143,8 @@ def segment_columns(
     cids: list[int], series: int, sha: Callable[[int], str], window: int = 64
 ) -> dict[str, Any]:
     """Verdicts' baseline segments as the analysis leaves them without a level shift: the
-    segment starts at the oldest of the results it read (service.evaluation.baseline.WINDOW);
-    a series' first result has none."""
+    segment starts at the oldest of the results it read
+    (service.evaluation.verdicts.baseline.WINDOW); a series' first result has none."""
     starts = [max(1, c - window) if c > 1 else None for c in cids]
     lengths = [min(c - 1, window) if c > 1 else None for c in cids]
     notes = [

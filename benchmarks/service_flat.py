@@ -22,8 +22,8 @@ fixed ncu metric set and five rule findings; --ancestors, --ncu-metrics, --findi
 history stored through the API leaves them where autovacuum has not analysed them since (off on
 this machine, behind a growing history elsewhere): what the served reads then see is what the
 service's own analysis worker makes of that (it ANALYZEs stale tables on start and every minute:
-service.store.planner_statistics); --statistics analysed has the fill analyse them first (what
-it did before issue 34 item 7, under which the commit read looked flat while a history stored
+service.store.verdicts.planner_statistics); --statistics analysed has the fill analyse them first
+(what it did before issue 34 item 7, under which the commit read looked flat while a history stored
 through the API had it grow). --ncu times the commit read at each of those
 values of its `ncu` parameter (`default`: the request without it). --endpoints keeps the
 endpoints whose names contain one of the words.

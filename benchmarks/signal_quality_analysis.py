@@ -303,7 +303,7 @@ def report(classes: list[ClassPools], tally: Tally) -> bool:
 
 
 def analyse(args: argparse.Namespace) -> int:
-    from service.evaluation.baseline import K
+    from service.evaluation.verdicts.baseline import K
 
     data = load(args.analyse)
     classes, dropped = pools(data)

@@ -87,7 +87,7 @@ def _check_schema(settings: Settings) -> None:
     behind (PostgreSQL: `db upgrade`; SQLite migrates itself on start), empty, or ahead."""
     from service.core.db import engine_for
     from service.core.migrate import head_revision, known_revisions, schema_problem
-    from service.store.queries import ping_engine
+    from service.store.reads.queries import ping_engine
 
     engine = engine_for(settings)
     try:

@@ -21,8 +21,8 @@ from service.models import Repository, Runner
 from service.models.base import utcnow
 from service.schemas.document import Name
 from service.schemas.jobs import JobCreate, check_labels
-from service.store import jobs as queue
-from service.store import queries
+from service.store.jobs import queue
+from service.store.reads import queries
 from service.store.upsert import get_or_create
 
 _LABEL = re.compile(r"^[\w.-]{1,100}=[^,]{0,200}$")

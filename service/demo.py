@@ -27,9 +27,9 @@ from service.models import Repository, Runner
 from service.models.base import utcnow
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
-from service.store import queries
-from service.store.ingest import ingest
-from service.store.jobs import claim, enqueue
+from service.store.history.ingest import ingest
+from service.store.jobs.queue import claim, enqueue
+from service.store.reads import queries
 
 DEMO_RUNNER = "demo-gpu"
 
@@ -91,7 +91,8 @@ def _document(bundle: Path, entry: dict[str, Any]) -> dict[str, Any]:
 
 def _push_job(factory: sessionmaker[Session], entry: dict[str, Any]) -> int:
     """The finished run job of a push of several commits whose head `entry` is: a regression
-    found at the head is bisected over them (service.evaluation.bisect reads the job's payload)."""
+    found at the head is bisected over them (service.evaluation.alerts.bisect reads the job's
+    payload)."""
     with factory() as session, session.begin():
         (job,) = enqueue(session, repository_id=_repository(session).id, sha=entry["commit"],
                          branch="main", label_sets=[{}], max_attempts=1,

@@ -25,7 +25,8 @@ ALLOWED = {
         "service.analysis", "service.core", "service.models", "service.schemas", "service.store",
     },
     "service.runs": {
-        "service.core", "service.evaluation", "service.models", "service.schemas", "service.store",
+        "service.core", "service.evaluation", "service.integrations", "service.models",
+        "service.schemas", "service.store",
     },
     "service.integrations": {
         "dashboards", "service.analysis", "service.core", "service.evaluation", "service.models",
@@ -132,7 +133,7 @@ def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def package_of(module: str, found: dict[str, Path]) -> str:
-    """The package a module belongs to, two levels at most: service.store.jobs and
+    """The package a module belongs to, two levels at most: service.store.jobs.queue and
     service.store (its __init__) -> service.store; service.api.routes.jobs -> service.api;
     service.cli -> service; runner.cli -> runner; runner.agent.loop -> runner.agent."""
     package = module if found[module].name == "__init__.py" else module.rpartition(".")[0]
@@ -141,7 +142,7 @@ def package_of(module: str, found: dict[str, Path]) -> str:
 
 def test_the_graph_sees_imports_of_every_kind() -> None:
     graph = import_graph(modules())
-    assert "service.store.jobs" in graph["service.api.routes.jobs"]  # from x import y as z
+    assert "service.store.jobs.queue" in graph["service.api.routes.jobs"]  # from x import y as z
     assert "runner.profile.capture" in graph["runner.run.pipeline"]  # inside a function
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
 
@@ -167,6 +168,46 @@ def test_each_package_imports_only_what_it_may() -> None:
     assert set(ALLOWED) <= set(graph), "a package of ALLOWED is gone: take it off"
     wrong = {p: sorted(graph[p] - allowed) for p, allowed in ALLOWED.items() if graph[p] - allowed}
     assert wrong == {}
+
+
+# The domains of the two middle floors (docs/architecture.md, "One room per concept on each
+# floor") and which others of their floor each may use: one way only.
+DOMAINS = {
+    "service.store.history": {"service.store.verdicts"},
+    "service.store.jobs": set(),
+    "service.store.verdicts": set(),
+    "service.store.alerts": {"service.store.history"},
+    "service.store.reads": {"service.store.alerts"},
+    "service.evaluation.verdicts": set(),
+    "service.evaluation.alerts": {"service.evaluation.verdicts"},
+    "service.evaluation.reads": set(),
+}
+
+
+def domain_of(module: str) -> str | None:
+    """The domain a module of the middle floors belongs to (three levels); None elsewhere."""
+    parts = module.split(".")
+    found = ".".join(parts[:3])
+    return found if found in DOMAINS else None
+
+
+def test_each_domain_of_a_floor_uses_only_the_ones_it_may() -> None:
+    found = modules()
+    wrong: dict[str, set[str]] = defaultdict(set)
+    for module, targets in import_graph(found).items():
+        own = domain_of(module)
+        if own is None:
+            continue
+        floor = own.rpartition(".")[0]
+        for target in targets:
+            other = domain_of(target)
+            if other and other != own and other.startswith(floor) and other not in DOMAINS[own]:
+                wrong[own].add(f"{module} -> {target}")
+    assert dict(wrong) == {}
+    assert set(DOMAINS) == {
+        ".".join(m.split(".")[:3]) for m, path in found.items()
+        if m.startswith(("service.store.", "service.evaluation.")) and path.name == "__init__.py"
+    }, "a domain package of the floors is not in DOMAINS (or one of DOMAINS is gone)"  # fmt: skip
 
 
 def test_the_numerics_hold_no_sql() -> None:

@@ -73,7 +73,7 @@ def _leased(settings: Settings, live: LiveServer, sha: str) -> tuple[str, dict[s
     from sqlalchemy.orm import Session
 
     from service.models import Repository
-    from service.store.jobs import enqueue
+    from service.store.jobs.queue import enqueue
     from tests.service.histories.test_step_and_fix import new_runner
 
     engine = create_engine(settings.database_url)
@@ -167,13 +167,13 @@ def test_a_document_passes_each_module_once(
     assert ("service.api.routes.runs", "service.runs.arrival") in edges
     if as_runner:  # runs/ holds the transaction: the lease, the store's plain writes, the job
         assert ("service.runs.arrival", "service.runs.runner_results") in edges
-        assert ("service.runs.runner_results", "service.store.ingest") in edges
-        assert ("service.runs.runner_results", "service.store.jobs") in edges
+        assert ("service.runs.runner_results", "service.store.history.ingest") in edges
+        assert ("service.runs.runner_results", "service.store.jobs.queue") in edges
     else:
-        assert ("service.runs.arrival", "service.store.ingest") in edges
+        assert ("service.runs.arrival", "service.store.history.ingest") in edges
     assert ("service.runs.arrival", "service.evaluation.backlog") in edges
-    assert ("service.evaluation.backlog", "service.evaluation.evaluate") in edges
-    assert ("service.evaluation.backlog", "service.evaluation.alerts") in edges
+    assert ("service.evaluation.backlog", "service.evaluation.verdicts.evaluate") in edges
+    assert ("service.evaluation.backlog", "service.evaluation.alerts.lifecycle") in edges
     assert any(c.startswith("service.analysis.") for _, c in edges)
     rank = {"api": 0, "runs": 1, "evaluation": 2, "store": 3, "analysis": 3}
     for caller, callee in edges:
@@ -221,7 +221,7 @@ def test_an_imported_file_passes_each_module_once(settings: Settings, monkeypatc
     assert circles(dict(graph)) == [], "a module calls back into one that called it"
     assert (IMPORTS, "service.runs.importing") in edges
     assert ("service.runs.importing", "service.runs.imports.formats") in edges
-    assert ("service.runs.importing", "service.store.ingest") in edges
+    assert ("service.runs.importing", "service.store.history.ingest") in edges
     assert ("service.runs.importing", "service.evaluation.backlog") in edges
 
 

@@ -28,8 +28,8 @@ _BATCH = 2000
 
 
 def _identity(row: sa.Row, method: str | None) -> str:
-    # The formula of service.store.workload_rows.series_identity at this revision (and, without
-    # a method, at the one before).
+    # The formula of service.store.history.workload_rows.series_identity at this revision (and,
+    # without a method, at the one before).
     parts = [str(row.repository_id), row.suite, row.workload, row.params_key, row.kernel]
     parts += [row.metric, row.fingerprint]
     if method is not None:

@@ -5,7 +5,7 @@ bad commit a bisection named, else the commit the alert was found at) and whose 
 rank the same kernel and the same kind of cause first are one change, triaged together under
 one line: "gemm_splitk_epilogue: uncoalesced global access — slowed gemm_fwd +14.5%, train_step
 +1.8%". An alert whose attribution ranks no cause stays a group of its own: nothing says its
-slowdown is another's. Plain data in and out; service.evaluation.alert_groups reads the alerts.
+slowdown is another's. Plain data in and out; service.evaluation.alerts.groups reads the alerts.
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ class AlertFacts:
 @dataclass(frozen=True)
 class GroupKey:
     repository: str
-    # A branch's alerts open, close and are fixed on their own (service.evaluation.alerts):
-    # the same commit regressing two branches is two groups.
+    # A branch's alerts open, close and are fixed on their own
+    # (service.evaluation.alerts.lifecycle): the same commit regressing two branches is two groups.
     branch: str
     commit: str
     kernel: str | None
@@ -76,7 +76,7 @@ class AlertGroup:
 
 
 def top_cause(attribution: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The kernel and kind of the attribution's first cause (service.evaluation.attribution
+    """The kernel and kind of the attribution's first cause (service.evaluation.alerts.attribution
     ranks them by their share of the workload's slowdown, largest first); None without one."""
     causes = attribution.get("causes") or []
     first = causes[0] if isinstance(causes, list) and causes else None

@@ -1,7 +1,7 @@
 """How much of a kernel's slowdown each candidate cause explains, from its ncu counters.
 
 Pure functions on plain numbers (a kernel's counters are a mapping of ncu metric name to value),
-tested on arrays; the SQL that finds the counters is in service.evaluation.attribution.
+tested on arrays; the SQL that finds the counters is in service.evaluation.alerts.attribution.
 
 Every cause is turned into time, from the head's own achieved rates:
 

@@ -5,7 +5,7 @@ the same workload, kernels and work under other parameters (`Reduce(blocks=1056)
 A series is its workload's parameters among other things, so the new definition starts a new
 series and the old one goes missing; what changed between them would be shown nowhere. Here the
 two are paired, so that the new series' first result is judged against the old series' level
-(service.evaluation.evaluate). A pair needs the same workload name, kernels, metric, timing
+(service.evaluation.verdicts.evaluate). A pair needs the same workload name, kernels, metric, timing
 method and GPU, and the same work (FLOPs and bytes: a size changed is not the same workload
 launched another way), and is made only where it is the one such pair: two sizes of a sweep
 swapped for two others pair with nothing.

@@ -11,8 +11,8 @@ truth, while the one short kernel the commit left alone read -2.3% against a tru
 
 A run knows its offset where it holds kernels that are *controls*: the caller says which (their
 captures show that nothing that determines them changed since their baseline: compiled code,
-launch, inputs, host and tools; service.evaluation.controls). A series' offset is the median
-change of the other controls of its group (duration class and timing method: what moves short
+launch, inputs, host and tools; service.evaluation.verdicts.controls). A series' offset is the
+median change of the other controls of its group (duration class and timing method: what moves short
 kernels need not move long ones, nor a timer that counts launch gaps one that does not),
 leave-one-out so that a control is not corrected by itself. Its variance, what the corrected
 change's test must add to the series' own: a control's change is known to its test's standard

@@ -13,7 +13,7 @@ shift to the nearest ancestor. A level shift is one of
   that a verdict never depends on results that came after it).
 
 Pure functions on plain sequences, nearest ancestor first: the database side
-(`service.evaluation.baseline`) reads the points and the markers and calls `segment_of`.
+(`service.evaluation.verdicts.baseline`) reads the points and the markers and calls `segment_of`.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ makes a change point, and a shift shows up once MIN_SIZE results after it are in
 fewer than EPISODE points is kept only where every one of its points is a floor away from its
 neighbours' levels: two slow runs among three make no level of their own.
 
-No SQL here: `service.evaluation.changepoints` stores what this finds over a branch's history, and
-`service.analysis.segments` uses it on a commit's ancestors to start its baseline.
+No SQL here: `service.evaluation.verdicts.changepoints` stores what this finds over a branch's
+history, and `service.analysis.segments` uses it on a commit's ancestors to start its baseline.
 """
 
 from __future__ import annotations

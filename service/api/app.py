@@ -14,7 +14,6 @@ from fastapi_offline import FastAPIOffline
 
 from service.api import openapi
 from service.api.access import ReadAccess
-from service.api.background import AnalysisWorker, reap_forever
 from service.api.errors import RefuseNulInUrl, install_error_handlers
 from service.api.http_metrics import HttpMetrics
 from service.api.routes import (
@@ -40,6 +39,7 @@ from service.pages import commit as commit_page
 from service.pages import compare as compare_page
 from service.pages import overview, pulls, trends, vendor
 from service.pages.render import STATIC_DIR
+from service.runs.worker import AnalysisWorker, reap_forever
 
 log = logging.getLogger(__name__)
 DOCS_ASSETS = "/static/docs"

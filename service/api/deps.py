@@ -14,7 +14,7 @@ from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.core.tokens import same_secret, token_hash
 from service.models import Runner
-from service.store import queries
+from service.store.reads import queries
 
 # The plain ones live beside settings (service.pages uses them too); the routes take them here.
 from service.web.deps import MAX_ID as MAX_ID

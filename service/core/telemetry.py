@@ -4,7 +4,7 @@ Events are counted where they happen: runs ingested and the ingest's seconds (th
 jobs claimed, attempts failed and leases expired (the queue), HTTP requests by route template,
 method and status (service.api.http_metrics). What the database holds (queue depth, the
 analysis backlog, open alerts, runners' last heartbeats) is read at scrape time instead
-(service.store.telemetry), so every process and replica tells the same. Served with several
+(service.store.reads.telemetry), so every process and replica tells the same. Served with several
 worker processes (`kernelwatch serve --workers N`), the counters go through prometheus-client's
 multiprocess mode ($PROMETHEUS_MULTIPROC_DIR, which the server sets before its workers start)
 and a scrape of any worker sums all of them.

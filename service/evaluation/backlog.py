@@ -3,7 +3,7 @@
 POST /api/v1/runs stores a document and answers; deciding its verdicts and alerts (rank tests
 against baselines read from the history) and re-segmenting its series for change points cost
 more than storing it, so a stored run waits here (runs.analysed_at and runs.change_points_at
-are NULL) and the app works it off a moment later (service.api.background), or, with
+are NULL) and the app works it off a moment later (service.runs.worker), or, with
 `analyse_in_request`, before the POST answers.
 
 Verdicts and alerts are decided run by run, ancestors first (a burst posted out of order is
@@ -33,13 +33,13 @@ from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
-from service.evaluation import confirmations
-from service.evaluation.alerts import notify_broken, update_alerts
-from service.evaluation.changepoints import Segmented, update_change_points
-from service.evaluation.evaluate import evaluate_run
+from service.evaluation.alerts.lifecycle import notify_broken, update_alerts
+from service.evaluation.verdicts import confirmations
+from service.evaluation.verdicts.changepoints import Segmented, update_change_points
+from service.evaluation.verdicts.evaluate import evaluate_run
 from service.models import Commit, Result, Run, Verdict
 from service.models.base import utcnow
-from service.store.waiting import BATCH, reopen, waiting_runs
+from service.store.verdicts.waiting import BATCH, reopen, waiting_runs
 
 log = logging.getLogger(__name__)
 CONFIRM_ATTEMPTS = 3

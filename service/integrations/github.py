@@ -40,9 +40,9 @@ from sqlalchemy.orm import Session, sessionmaker
 from dashboards.format import series_label
 from service.analysis.work import describe
 from service.core.settings import Settings
-from service.evaluation.evaluate import BROKEN_STATES
+from service.evaluation.verdicts.evaluate import BROKEN_STATES
 from service.models import Run
-from service.store import github_reads, queries
+from service.store.reads import github_reads, queries
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from service.integrations.github import (
 )
 from service.models import Run
 from service.models.pull_request import pull_branch
-from service.store import github_reads
+from service.store.reads import github_reads
 
 log = logging.getLogger(__name__)
 

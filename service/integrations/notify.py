@@ -1,4 +1,5 @@
-"""Outgoing webhooks: the events of service.store.notifications, posted to each configured target.
+"""Outgoing webhooks: the events of service.store.alerts.notifications, posted to each configured
+target.
 
 A target (`KERNELWATCH_NOTIFY_WEBHOOKS`) gets Slack's incoming-webhook JSON (`{"text": ...}`,
 which Slack, Mattermost, Rocket.Chat and Teams' Slack-compatible hooks read) or a generic JSON
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.core.settings import Settings, WebhookTarget
 from service.models import Notification
 from service.models.base import utcnow
-from service.store import notifications as outbox
+from service.store.alerts import notifications as outbox
 
 log = logging.getLogger(__name__)
 LEASE_SECONDS = 60.0

@@ -45,7 +45,7 @@ class Verdict(Base):
     note: Mapped[str] = mapped_column(Text, default="")
     # A young level's change that the next run did not confirm: this run sat off its level by
     # the series' run-to-run wander, and the level's baseline leaves it out
-    # (service.evaluation.baseline) while its history keeps it (how far runs wander).
+    # (service.evaluation.verdicts.baseline) while its history keeps it (how far runs wander).
     outlier: Mapped[bool] = mapped_column(default=False, server_default=false())
     # The series this one's first result was compared with: the workload's series before the
     # commit redefined it in place (the same name, kernels and work, other parameters; the old
@@ -98,7 +98,7 @@ CONFIRMATION_STATES = ("queued", "confirmed", "not_reproduced", "unmeasured")
 class Confirmation(Base):
     """A series' doubtful slowdown at one run measured again: base and head built and timed
     interleaved, A B A B, on one runner (a confirmation job). What it found decides the series'
-    verdict at that run wherever it is read (service.evaluation.confirmations), for a young
+    verdict at that run wherever it is read (service.evaluation.verdicts.confirmations), for a young
     level's pending change as for a suspected regression, on a branch or a pull request."""
 
     __tablename__ = "confirmations"

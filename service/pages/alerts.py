@@ -9,12 +9,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
-from service.evaluation.alert_groups import alert_groups
+from service.evaluation.alerts.groups import alert_groups
 from service.pages.render import html_page, json_twin
-from service.store import dashboard_reads as store
-from service.store.alerts import alerts_public
-from service.store.dashboard_reads import ACTIVE_ALERT_STATES
-from service.store.queries import repository_named
+from service.store.alerts.rows import alerts_public
+from service.store.reads import dashboard_reads as store
+from service.store.reads.dashboard_reads import ACTIVE_ALERT_STATES
+from service.store.reads.queries import repository_named
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])

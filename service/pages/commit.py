@@ -14,13 +14,13 @@ from dashboards.figures import breakdown_figure, change_figure
 from dashboards.format import fmt_value, params_label, series_label
 from dashboards.model import ChangeBar, ShareRow
 from service.analysis.verdicts import class_target
-from service.evaluation.commit_metrics import commit_metrics, latest_runs
+from service.evaluation.reads.commit_metrics import commit_metrics, latest_runs
 from service.pages import commit_bisection as bisection
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import AbsentSeries, MetricPublic, WorkloadPublic
-from service.store.alert_places import alerts_at_commit, without_bisected
-from service.store.alerts import alerts_public
-from service.store.commits import resolve_commit
+from service.store.alerts.places import alerts_at_commit, without_bisected
+from service.store.alerts.rows import alerts_public
+from service.store.history.commits import resolve_commit
 from service.web.deps import SessionDep, ShaPath
 
 router = APIRouter(tags=["pages"])

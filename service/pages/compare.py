@@ -13,10 +13,10 @@ from dashboards.figures import change_figure
 from dashboards.format import fmt_value, series_label, short_sha
 from dashboards.model import ChangeBar
 from service.analysis.verdicts import Q, class_target
-from service.evaluation.compare import compare_commits
+from service.evaluation.reads.compare import compare_commits
 from service.pages.render import html_page, json_twin
-from service.store import dashboard_reads as store
-from service.store.queries import repository_named
+from service.store.reads import dashboard_reads as store
+from service.store.reads.queries import repository_named
 from service.web.deps import SHA_PATTERN, SessionDep
 
 router = APIRouter(tags=["pages"])

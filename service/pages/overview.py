@@ -14,9 +14,9 @@ from dashboards.format import short_sha
 from dashboards.model import VerdictColumn
 from service.pages.render import html_page, json_twin
 from service.schemas.jobs import RunnerPublic
-from service.store import dashboard_reads as store
-from service.store.alerts import alerts_public
-from service.store.queries import jobs_public
+from service.store.alerts.rows import alerts_public
+from service.store.reads import dashboard_reads as store
+from service.store.reads.queries import jobs_public
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])

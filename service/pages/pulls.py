@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from service.models.pull_request import pull_branch
 from service.pages.render import json_twin, render
-from service.store import pull_reads
+from service.store.reads import pull_reads
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])

@@ -21,10 +21,10 @@ from dashboards.trend import trend_figure
 from service.core.errors import ApiError
 from service.pages.render import html_page, json_twin
 from service.pages.trend_query import TrendQuery, TrendQueryDep
-from service.store import dashboard_reads as store
-from service.store.alert_places import alert_markers
-from service.store.queries import check_branch, repository_named
-from service.store.series import histories_data
+from service.store.alerts.places import alert_markers
+from service.store.history.series import histories_data
+from service.store.reads import dashboard_reads as store
+from service.store.reads.queries import check_branch, repository_named
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])

@@ -23,7 +23,7 @@ from service.evaluation.backlog import analyse_run
 from service.runs.follow_up import after_store
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
-from service.store.ingest import IngestOutcome, ingest
+from service.store.history.ingest import IngestOutcome, ingest
 
 
 @dataclass(frozen=True)

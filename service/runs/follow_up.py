@@ -1,12 +1,12 @@
 """What a stored run sets going besides its analysis: a pull request's run asks for a run of its
-merge base on the target branch where there is none (service.store.pull_requests)."""
+merge base on the target branch where there is none (service.store.jobs.pull_requests)."""
 
 from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.models import Run
-from service.store.pull_requests import queue_merge_base
+from service.store.jobs.pull_requests import queue_merge_base
 
 
 def after_store(factory: sessionmaker[Session], run_pk: int, max_attempts: int) -> list[int]:

@@ -1,5 +1,5 @@
 """Another tool's output arrives: read it, make it a result document, and store and judge that
-as any runner's document (service.store.ingest, then service.evaluation.backlog)."""
+as any runner's document (service.store.history.ingest, then service.evaluation.backlog)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from service.runs.imports.formats import FORMATS
 from service.schemas.document import RunDocument
 from service.schemas.imports import ImportCreate
 from service.schemas.text import unstorable_number
-from service.store.ingest import IngestOutcome, already_stored, ingest
+from service.store.history.ingest import IngestOutcome, already_stored, ingest
 
 
 def read(target: ImportCreate, data: bytes, samples: Mapping[str, bytes] | None) -> ImportedFile:

@@ -14,14 +14,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
 from service.core.errors import Conflict, InvalidDocument
-from service.evaluation import bisect, confirmations
-from service.evaluation.alerts import confirm
+from service.evaluation.alerts import bisect
+from service.evaluation.alerts.lifecycle import confirm
+from service.evaluation.verdicts import confirmations
 from service.models import Job, Repository, Runner
 from service.schemas.digest import document_digest
 from service.schemas.document import RunDocument, RunnerIn
-from service.store.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
-from service.store.jobs import current_attempt, finish, job_kind
-from service.store.workload_rows import summarize_timings
+from service.store.history.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
+from service.store.history.workload_rows import summarize_timings
+from service.store.jobs.queue import current_attempt, finish, job_kind
 
 
 def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:

@@ -21,7 +21,7 @@ from service.schemas.text import StorableText
 
 LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$", max_length=100)]
 LabelValue = Annotated[str, StringConstraints(max_length=200)]
-# A runner claims by the keys of its labels' subsets (service.store.jobs): more labels than
+# A runner claims by the keys of its labels' subsets (service.store.jobs.queue): more labels than
 # these are never matched, and a job's key is stored in, and indexed by, a 1000-wide column.
 MAX_LABELS = 10
 MAX_LABEL_KEY_BYTES = 1000

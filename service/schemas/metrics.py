@@ -139,7 +139,8 @@ class MetricPublic(BaseModel):
     change_point: ChangePointPublic | None = None
 
 
-# How much of each kernel's ncu capture a commit's metrics carry (service.evaluation.commit_ncu).
+# How much of each kernel's ncu capture a commit's metrics carry
+# (service.evaluation.reads.commit_ncu).
 NcuDetail = Literal["none", "summary", "all"]
 
 

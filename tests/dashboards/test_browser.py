@@ -13,7 +13,7 @@ from sqlalchemy import Engine, update
 from service.models import Alert
 from tests.conftest import ADMIN_TOKEN
 from tests.dashboards.conftest import BrowserPage, History, post_rich_history
-from tests.service.evaluation.test_alert_groups import regress
+from tests.service.evaluation.alerts.test_groups import regress
 
 pytestmark = [
     pytest.mark.browser,

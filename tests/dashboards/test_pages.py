@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session
 
-from service.evaluation.changepoints import update_change_points
+from service.evaluation.verdicts.changepoints import update_change_points
 from service.models import Alert, Run
 from tests.dashboards.conftest import post_rich_history
 from tests.documents import document, post_history
-from tests.service.evaluation.test_alert_groups import regress
+from tests.service.evaluation.alerts.test_groups import regress
 
 PAGES = ["/", "/trends", "/compare", "/alerts"]
 TWINS = ["/index.json", "/trends.json", "/compare.json", "/alerts.json"]
@@ -54,7 +54,7 @@ def test_branch_lists_read_only_the_newest_runs(
     """The overview's branches and the trends page's branch choices come from the newest
     BRANCH_WINDOW runs, so that they cost the same however long the history: a branch whose
     runs all fell out of the window is no longer listed (its URL still works)."""
-    from service.store import dashboard_reads as pages
+    from service.store.reads import dashboard_reads as pages
 
     monkeypatch.setattr(pages, "BRANCH_WINDOW", 4)
     for i, branch in enumerate(["old", "old", "main", "main", "main", "dev"]):

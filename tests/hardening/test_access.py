@@ -26,7 +26,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import SECRET, Hook, push_payload
-from tests.service.store.test_queue import make_jobs, make_runner
+from tests.service.store.jobs.test_queue import make_jobs, make_runner
 
 READ_TOKEN = "test-read-token"
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,7 +255,7 @@ def test_secrets_are_compared_only_in_constant_time() -> None:
         "service/api/deps.py",
         "service/api/access.py",
         "service/api/routes/webhooks.py",
-        "service/store/jobs.py",
+        "service/store/jobs/queue.py",
     } <= uses
 
 

@@ -13,7 +13,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import Hook, _server
-from tests.service.store.test_queue import make_runner
+from tests.service.store.jobs.test_queue import make_runner
 
 
 def nested(depth: int) -> bytes:

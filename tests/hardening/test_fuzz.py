@@ -47,7 +47,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, post_history, sha_for
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import push_payload
-from tests.service.store.test_queue import make_jobs, make_runner
+from tests.service.store.jobs.test_queue import make_jobs, make_runner
 
 SECRET = "fuzz-webhook-secret"
 EXAMPLES = int(os.environ.get("KERNELWATCH_FUZZ_EXAMPLES", "20"))

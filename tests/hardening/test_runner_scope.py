@@ -13,7 +13,7 @@ from service.models import Job, Run
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.live_server import LiveServer
-from tests.service.store.test_queue import claim, make_jobs, make_runner
+from tests.service.store.jobs.test_queue import claim, make_jobs, make_runner
 
 
 def _claimed_document(client: httpx.Client) -> tuple[dict, dict]:

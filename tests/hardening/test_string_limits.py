@@ -21,7 +21,7 @@ from service.models import Run
 from service.schemas.alerts import AlertPatch
 from service.schemas.document import MAX_PARAMS_KEY_BYTES, MAX_TEXT, RunDocument, params_key
 from service.schemas.jobs import AttemptBody, FailureBody, JobCreate, RunnerHealth, RunnerRegister
-from service.store.deliveries import PushPayload
+from service.store.jobs.deliveries import PushPayload
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, example_document
 from tests.live_server import LiveServer

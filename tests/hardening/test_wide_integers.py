@@ -15,7 +15,7 @@ from tests.documents import document
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import Hook, _server
 from tests.service.histories.test_pull_requests import pr_event
-from tests.service.store.test_queue import make_runner
+from tests.service.store.jobs.test_queue import make_runner
 
 WIDE = 225428226259614045306880  # 78 bits
 

@@ -8,13 +8,13 @@ from fastapi import APIRouter, Query
 
 from service.api.deps import AdminDep, RowId, SessionDep
 from service.core.errors import ApiError
-from service.evaluation.alert_groups import alert_groups, triage_together
-from service.evaluation.alerts import triage
+from service.evaluation.alerts.groups import alert_groups, triage_together
+from service.evaluation.alerts.lifecycle import triage
 from service.models import Alert
 from service.schemas.alerts import AlertGroupPublic, AlertGroupTriage, AlertPatch, AlertPublic
-from service.store import dashboard_reads, queries
-from service.store.alerts import alerts_public
-from service.store.queries import repository_named
+from service.store.alerts.rows import alerts_public
+from service.store.reads import dashboard_reads, queries
+from service.store.reads.queries import repository_named
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 

@@ -6,11 +6,11 @@ import orjson
 from fastapi import APIRouter, Query, Response
 
 from service.api.deps import SessionDep, ShaPath
-from service.evaluation.commit_metrics import commit_metrics_data
-from service.evaluation.commit_ncu import SUMMARY
+from service.evaluation.reads.commit_metrics import commit_metrics_data
+from service.evaluation.reads.commit_ncu import SUMMARY
 from service.schemas.metrics import CommitMetrics, NcuDetail
-from service.store.commits import resolve_commit
-from service.store.queries import check_branch
+from service.store.history.commits import resolve_commit
+from service.store.reads.queries import check_branch
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
 

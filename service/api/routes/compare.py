@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Query
 
 from service.api.deps import SHA_PATTERN, SessionDep
-from service.evaluation.compare import compare_commits
+from service.evaluation.reads.compare import compare_commits
 from service.schemas.alerts import ComparisonPublic
 
 router = APIRouter(prefix="/api/v1/compare", tags=["compare"])

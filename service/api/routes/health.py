@@ -13,7 +13,7 @@ from service.api.deps import SettingsDep
 from service.api.errors import RETRY_AFTER_SECONDS
 from service.core.db import HEALTH_SECONDS
 from service.core.migrate import schema_problem
-from service.store import queries
+from service.store.reads import queries
 
 router = APIRouter(tags=["health"])
 UNUSABLE = "schema unusable"

@@ -19,9 +19,9 @@ from service.schemas.jobs import (
     JobPublic,
     JobsQueued,
 )
-from service.store import jobs as queue
-from service.store import queries
-from service.store.queries import jobs_public, repository_named
+from service.store.jobs import queue
+from service.store.reads import queries
+from service.store.reads.queries import jobs_public, repository_named
 from service.store.upsert import get_or_create
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])

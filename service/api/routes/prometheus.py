@@ -6,7 +6,7 @@ from fastapi import APIRouter, Response
 
 from service.api.deps import SessionDep
 from service.core.telemetry import CONTENT_TYPE, exposition
-from service.store.telemetry import gauges
+from service.store.reads.telemetry import gauges
 
 router = APIRouter(tags=["health"])
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from service.api.deps import RunnerDep, SessionDep
 from service.models.base import utcnow
 from service.schemas.jobs import RunnerHealth, RunnerPublic, RunnerRegister
-from service.store import queries
+from service.store.reads import queries
 
 router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
 

@@ -13,10 +13,10 @@ from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsD
 from service.api.errors import validation_response
 from service.core import telemetry
 from service.core.errors import ApiError, InvalidDocument
-from service.integrations import github, github_comments
+from service.runs import judged
 from service.runs.arrival import receive
 from service.schemas.runs import RunPublic, RunStored
-from service.store import queries
+from service.store.reads import queries
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -72,11 +72,10 @@ async def post_run(
     )
     telemetry.RUNS_INGESTED.labels("stored" if outcome.stored else "duplicate").inc()
     telemetry.INGEST_SECONDS.observe(time.perf_counter() - started)
-    if github.enabled(settings):
+    if judged.wanted(settings):
         # After the answer: the runner never waits on GitHub, nor fails because of it.
-        for judged in arrival.judged:
-            background.add_task(github.report_run, factory, settings, judged)
-            background.add_task(github_comments.report_pull_request, factory, settings, judged)
+        for run_uuid in arrival.judged:
+            background.add_task(judged.report, factory, settings, run_uuid)
     if (outcome.stored and outcome.pk is not None) or outcome.reopened:
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()

@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 from service.api.body import check_depth, too_deep
 from service.api.deps import MAX_ID, SessionDep
 from service.core.errors import ApiError
-from service.evaluation.work_history import work_history
+from service.evaluation.reads.work_history import work_history
 from service.models import Series
 from service.schemas.metrics import SeriesHistory, WorkHistory
-from service.store.queries import check_branch
-from service.store.series import default_branch, find_series, history
+from service.store.history.series import default_branch, find_series, history
+from service.store.reads.queries import check_branch
 
 router = APIRouter(prefix="/api/v1/series", tags=["series"])
 BRANCH = "default: the newest result's branch; 404 where the repository has no runs on it"

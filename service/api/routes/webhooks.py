@@ -19,7 +19,7 @@ from service.api.errors import validation_response
 from service.core.errors import ApiError
 from service.core.tokens import same_secret
 from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
-from service.store.deliveries import record, seen_delivery
+from service.store.jobs.deliveries import record, seen_delivery
 
 router = APIRouter(tags=["webhooks"])
 

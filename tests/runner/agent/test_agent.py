@@ -33,10 +33,10 @@ from runner.host.checks import HostError
 from runner.run.pipeline import JobInterrupted
 from service.core.settings import Settings
 from service.models import Job, Run, Runner
-from service.store import jobs as queue
+from service.store.jobs import queue
 from tests.documents import document
 from tests.live_server import LiveServer
-from tests.service.store.test_queue import expire_leases, make_jobs, make_runner
+from tests.service.store.jobs.test_queue import expire_leases, make_jobs, make_runner
 
 ROOT = Path(__file__).resolve().parents[3]
 RUNNER = "h100-a"

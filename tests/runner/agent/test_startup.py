@@ -28,7 +28,7 @@ from runner.host import checks as host
 from tests.live_server import LiveServer
 from tests.runner.agent.test_agent import RUNNER, job_row, result_for, runner_row, runs_stored
 from tests.runner.host.test_checks import H100
-from tests.service.store.test_queue import make_jobs, make_runner
+from tests.service.store.jobs.test_queue import make_jobs, make_runner
 
 ROOT = Path(__file__).resolve().parents[3]
 # What `probe_gpu` answers where there is no GPU to use: no CuPy, no driver, none visible.

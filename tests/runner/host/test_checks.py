@@ -14,7 +14,7 @@ from runner import cli
 from runner.host import checks as host
 from runner.host.checks import HostError, agent_checks, can_run, gpu_checks, require_gpu
 from tests.live_server import LiveServer
-from tests.service.store.test_queue import make_runner
+from tests.service.store.jobs.test_queue import make_runner
 
 ROOT = Path(__file__).resolve().parents[3]
 H100 = {"count": 1, "name": "NVIDIA H100 80GB HBM3", "cc": "9.0", "free": 79 << 30,
@@ -143,7 +143,7 @@ def test_a_refusing_agent_marks_its_runner_unhealthy_until_one_starts_healthy(
     capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    from tests.service.store.test_queue import make_jobs
+    from tests.service.store.jobs.test_queue import make_jobs
 
     token = make_runner(engine, "h100-a", {"gpu": "h100"})
     make_jobs(engine, 1, {"gpu": "h100"})

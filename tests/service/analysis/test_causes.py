@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from service.analysis import causes as C
-from service.evaluation.attribution import _moved_metrics, kernel_changes
-from service.evaluation.attribution_text import summary
+from service.evaluation.alerts.attribution import _moved_metrics, kernel_changes
+from service.evaluation.alerts.attribution_text import summary
 from service.models import Series
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "causes_h100"

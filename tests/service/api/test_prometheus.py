@@ -18,7 +18,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.e2e import ADMIN, free_port, wait_for
 from tests.live_server import LiveServer
-from tests.service.store.test_queue import claim, expire_leases, make_jobs, make_runner
+from tests.service.store.jobs.test_queue import claim, expire_leases, make_jobs, make_runner
 
 FAMILIES = {
     "kernelwatch_runs_ingested", "kernelwatch_ingest_seconds", "kernelwatch_jobs_claimed",

@@ -99,7 +99,7 @@ def test_ncu_captures_survive_the_downgrade_and_upgrade_of_0006(engine: Engine) 
     from sqlalchemy.orm import sessionmaker
 
     from service.schemas.document import RunDocument
-    from service.store.ingest import ingest
+    from service.store.history.ingest import ingest
     from tests.documents import example_document
 
     raw = example_document()
@@ -157,7 +157,7 @@ def test_0007_splits_a_series_of_two_timing_methods_and_its_downgrade_merges_the
 
     from service.evaluation.backlog import analyse_run
     from service.schemas.document import RunDocument
-    from service.store.ingest import ingest
+    from service.store.history.ingest import ingest
     from tests.documents import document
 
     factory = sessionmaker(engine)

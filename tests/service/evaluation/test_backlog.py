@@ -18,7 +18,7 @@ from service.models import ChangePoint, Run, Verdict
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, post_history, sha_for
 from tests.live_server import LiveServer
-from tests.service.evaluation.test_changepoints import change_points, post_line
+from tests.service.evaluation.verdicts.test_changepoints import change_points, post_line
 
 STEP = [{"step": 100.0, "flat": 50.0}] * 12 + [{"step": 110.0, "flat": 50.0}] * 6
 

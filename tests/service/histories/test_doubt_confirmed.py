@@ -26,7 +26,7 @@ from tests.documents import document, sha_for
 from tests.history import LONG, Line
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import _server
-from tests.service.evaluation.test_alerts import runner_token
+from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import metrics_at, settle
 from tests.service.integrations.test_github_status import FakeGitHub, with_github
 

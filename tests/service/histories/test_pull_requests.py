@@ -260,7 +260,7 @@ def test_the_pull_requests_read_costs_three_statements_however_many_prs(
     statements (the PRs, their heads' runs, the verdicts), not two a PR."""
     from sqlalchemy import event
 
-    from service.store import pull_reads
+    from service.store.reads import pull_reads
 
     hook, admin = service
     post_main(admin)

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import BASE_TIME, document, sha_for
 from tests.live_server import LiveServer
-from tests.service.evaluation.test_alerts import runner_token
+from tests.service.evaluation.alerts.test_lifecycle import runner_token
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.history import LONG, MID, Line
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import SECRET, Hook, _server, push_payload
-from tests.service.evaluation.test_alerts import runner_token
+from tests.service.evaluation.alerts.test_lifecycle import runner_token
 
 STEPPED, STEADY, MID_STEADY = "stepped", "steady", "steady_mid"
 BASE = {STEPPED: 92.0, STEADY: 250.0, MID_STEADY: 30.0}

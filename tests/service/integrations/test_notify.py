@@ -19,11 +19,15 @@ from sqlalchemy import Engine, select
 
 from service.core.settings import Settings, WebhookTarget
 from service.models import NotificationTarget
-from service.store import notifications as outbox
+from service.store.alerts import notifications as outbox
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
-from tests.service.evaluation.test_alerts import confirmation, regressed_history, runner_token
+from tests.service.evaluation.alerts.test_lifecycle import (
+    confirmation,
+    regressed_history,
+    runner_token,
+)
 
 SECRET_PATH = "/hooks/T000/B000/s3cr3t-token"
 

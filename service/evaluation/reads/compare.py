@@ -1,0 +1,68 @@
+"""Two commits side by side: every series measured at both, with change and significance."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.analysis.verdicts import Q, rank_test_p_values
+from service.core.errors import InvalidReference
+from service.evaluation.reads.commit_metrics import latest_runs
+from service.models import Commit, Result, Series
+from service.schemas.alerts import CompareRow, ComparisonPublic
+from service.store.history.commits import resolve_commit
+from service.store.history.samples import unpack_samples
+from service.store.history.series import series_public
+
+
+def _results(session: Session, commit: Commit) -> dict[int, tuple[Result, Series]]:
+    runs = latest_runs(session, commit, None)
+    rows = session.execute(
+        select(Result, Series)
+        .join(Series, Series.id == Result.series_id)
+        .where(Result.run_id.in_([r.id for r in runs]))
+    ).all()
+    return {series.id: (result, series) for result, series in rows}
+
+
+def compare_commits(
+    session: Session, base: str, head: str, repository: str | None
+) -> ComparisonPublic:
+    from scipy.stats import false_discovery_control
+
+    base_commit, repo = resolve_commit(session, base, repository)
+    head_commit, head_repo = resolve_commit(session, head, repository or repo)
+    if head_repo != repo:
+        raise InvalidReference(f"{base} is in {repo} but {head} is in {head_repo}")
+    before, after = _results(session, base_commit), _results(session, head_commit)
+    common = sorted(set(before) & set(after))
+    p_values = rank_test_p_values(
+        [
+            (unpack_samples(after[sid][0].samples), unpack_samples(before[sid][0].samples))
+            for sid in common
+        ]
+    )
+    q_values = list(false_discovery_control(p_values, method="bh")) if p_values else []
+    rows = []
+    for sid, p, q in zip(common, p_values, q_values, strict=True):
+        (old, series), (new, _) = before[sid], after[sid]
+        rows.append(
+            CompareRow(
+                series=series_public(series, repo),
+                base_median=old.median,
+                head_median=new.median,
+                change=(new.median - old.median) / old.median,
+                p_value=p,
+                q_value=float(q),
+                significant=bool(q <= Q),
+            )
+        )
+    rows.sort(key=lambda r: (not r.significant, -abs(r.change)))
+    return ComparisonPublic(
+        base=base_commit.sha,
+        head=head_commit.sha,
+        repository=repo,
+        rows=rows,
+        only_in_base=[series_public(before[s][1], repo) for s in sorted(set(before) - set(after))],
+        only_in_head=[series_public(after[s][1], repo) for s in sorted(set(after) - set(before))],
+    )

@@ -1,0 +1,2 @@
+"""Alerts as stored and shown: their rows and events, where each shows, and the notification
+events they write."""
