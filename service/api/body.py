@@ -10,10 +10,11 @@ from typing import Any
 import orjson
 from fastapi import Request
 
-from service.core.errors import ApiError
+from service.core.errors import Unprocessable
 from service.schemas.digest import document_digest
 from service.schemas.document import find_non_finite
 from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
+from service.web.errors import HttpError
 
 # How deep a JSON body may nest. A result document is ~6 levels deep and a GitHub payload ~5;
 # deeper input is refused before anything walks it (the checks after parsing, pydantic and
@@ -30,7 +31,7 @@ def require_json(request: Request, what: str) -> None:
     if media == "application/json" or json_like:
         return
     said = f"Content-Type {given!r}" if given else "no Content-Type"
-    raise ApiError(415, f"{said}: send {what} as application/json")
+    raise HttpError(415, f"{said}: send {what} as application/json")
 
 
 async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
@@ -43,7 +44,7 @@ async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
             yield chunk
         return
     if encoding != "gzip":
-        raise ApiError(415, f"Content-Encoding {encoding!r} is not supported: send gzip or none")
+        raise HttpError(415, f"Content-Encoding {encoding!r} is not supported: send gzip or none")
     inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     size = 0
     async for chunk in raw_body(request, limit):
@@ -52,16 +53,16 @@ async def stream_body(request: Request, limit: int) -> AsyncIterator[bytes]:
             try:
                 out = inflate.decompress(pending, limit + 1 - size)
             except zlib.error as exc:
-                raise ApiError(422, f"body is not valid gzip: {exc}") from None
+                raise Unprocessable(f"body is not valid gzip: {exc}") from None
             size += len(out)
             if size > limit:
-                raise ApiError(413, f"body is over the {limit}-byte limit once decompressed")
+                raise HttpError(413, f"body is over the {limit}-byte limit once decompressed")
             yield out
             pending = inflate.unconsumed_tail
         if inflate.eof:
             break
     if not inflate.eof:
-        raise ApiError(422, "body is not valid gzip: it ends before its stream does")
+        raise Unprocessable("body is not valid gzip: it ends before its stream does")
 
 
 async def raw_body(request: Request, limit: int) -> AsyncIterator[bytes]:
@@ -69,13 +70,13 @@ async def raw_body(request: Request, limit: int) -> AsyncIterator[bytes]:
     413 as soon as it is known to exceed `limit`."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
+        raise HttpError(413, f"body of {int(declared)} bytes is over the {limit}-byte limit")
     size = 0
     # Counted while streaming: a client may send no Content-Length or a false one.
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise ApiError(413, f"body is over the {limit}-byte limit")
+            raise HttpError(413, f"body is over the {limit}-byte limit")
         yield chunk
 
 
@@ -87,16 +88,16 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 def parse_json(body: bytes) -> Any:
     if not body:
-        raise ApiError(422, "empty body; send the result document as JSON")
+        raise Unprocessable("empty body; send the result document as JSON")
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ApiError(422, f"body is not UTF-8: {exc.reason} at byte {exc.start}") from exc
+        raise Unprocessable(f"body is not UTF-8: {exc.reason} at byte {exc.start}") from exc
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ApiError(
-            422, f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise Unprocessable(
+            f"body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
     except RecursionError:
         raise too_deep("the body") from None
@@ -104,9 +105,9 @@ def parse_json(body: bytes) -> Any:
     return value
 
 
-def too_deep(what: str) -> ApiError:
-    return ApiError(
-        422, f"{what} nests deeper than {MAX_DEPTH} levels: a result document is ~6 deep"
+def too_deep(what: str) -> Unprocessable:
+    return Unprocessable(
+        f"{what} nests deeper than {MAX_DEPTH} levels: a result document is ~6 deep"
     )
 
 
@@ -117,7 +118,7 @@ def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
     while stack:
         node, depth, path = stack.pop()
         if depth > limit:
-            raise ApiError(422, f"{too_deep(what).detail} (at {path[:200]})")
+            raise Unprocessable(f"{too_deep(what).detail} (at {path[:200]})")
         if isinstance(node, dict):
             values = node.values()
             if _CONTAINERS.isdisjoint(map(type, values)):  # C speed: no child to descend into
@@ -150,14 +151,14 @@ def parse_document(body: bytes) -> tuple[Any, str]:
             raise too_deep("the body") from None
         raw = parse_json(body)
         if bad := find_non_finite(raw):
-            raise ApiError(
-                422, f"invalid document: {bad}: NaN and infinities are not measurements"
+            raise Unprocessable(
+                f"invalid document: {bad}: NaN and infinities are not measurements"
             ) from None
         if wide := unstorable_number(raw):  # orjson reads integers of up to 64 bits only
-            raise ApiError(422, f"invalid document: {wide} cannot be stored") from None
+            raise Unprocessable(f"invalid document: {wide} cannot be stored") from None
     else:
         check_depth(raw, "the body")
     unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None
     if unstorable:
-        raise ApiError(422, f"invalid document: {unstorable} cannot be stored")
+        raise Unprocessable(f"invalid document: {unstorable} cannot be stored")
     return raw, document_digest(raw)

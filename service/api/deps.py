@@ -10,7 +10,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
-from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.core.tokens import same_secret, token_hash
 from service.models import Runner
@@ -24,6 +23,7 @@ from service.web.deps import SessionDep as SessionDep
 from service.web.deps import SessionFactoryDep as SessionFactoryDep
 from service.web.deps import SettingsDep as SettingsDep
 from service.web.deps import ShaPath as ShaPath
+from service.web.errors import HttpError
 
 _bearer = HTTPBearer(auto_error=False, description="admin token or runner token")
 CredentialsDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
@@ -39,7 +39,7 @@ class Caller:
 
 def _bearer_token(credentials: HTTPAuthorizationCredentials | None) -> str:
     if credentials is None:
-        raise ApiError(
+        raise HttpError(
             401,
             "missing 'Authorization: Bearer <token>' header",
             headers={"WWW-Authenticate": "Bearer"},
@@ -59,23 +59,23 @@ def _runner_for(session: Session, token: str) -> Runner | None:
     if runner is None or not same_secret(digest, runner.token_hash or ""):
         return None
     if runner.revoked_at is not None:
-        raise ApiError(401, f"the token of runner {runner.name!r} was revoked")
+        raise HttpError(401, f"the token of runner {runner.name!r} was revoked")
     return runner
 
 
 def require_admin(settings: SettingsDep, credentials: CredentialsDep) -> Caller:
     token = _bearer_token(credentials)
     if not settings.admin_token:
-        raise ApiError(401, "this server has no admin token; set KERNELWATCH_ADMIN_TOKEN")
+        raise HttpError(401, "this server has no admin token; set KERNELWATCH_ADMIN_TOKEN")
     if not _is_admin(settings, token):
-        raise ApiError(401, "the bearer token is not valid")
+        raise HttpError(401, "the bearer token is not valid")
     return Caller(admin=True)
 
 
 def require_runner(session: SessionDep, credentials: CredentialsDep) -> Runner:
     runner = _runner_for(session, _bearer_token(credentials))
     if runner is None:
-        raise ApiError(
+        raise HttpError(
             401, "not a valid runner token; create one with `kernelwatch runner-token create NAME`"
         )
     return runner
@@ -89,7 +89,7 @@ async def require_admin_or_runner(
         return Caller(admin=True)
     runner_id = await run_in_threadpool(_runner_id_for, factory, token)
     if runner_id is None:
-        raise ApiError(401, "the bearer token is neither the admin token nor a runner token")
+        raise HttpError(401, "the bearer token is neither the admin token nor a runner token")
     return Caller(admin=False, runner_id=runner_id)
 
 

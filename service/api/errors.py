@@ -16,13 +16,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.core.errors import (
-    ApiError,
     Conflict,
     DomainError,
     InvalidReference,
     NotFound,
     Unprocessable,
 )
+from service.web.errors import HttpError
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 5
@@ -75,12 +75,13 @@ DOMAIN_STATUS: dict[type[DomainError], int] = {
 }  # fmt: skip
 
 
-def as_api_error(exc: DomainError) -> ApiError:
-    status = next(s for kind, s in DOMAIN_STATUS.items() if isinstance(exc, kind))
-    return ApiError(status, exc.detail, **exc.extra)
+def status_of(exc: DomainError) -> int:
+    return next(s for kind, s in DOMAIN_STATUS.items() if isinstance(exc, kind))
 
 
-def _answer(exc: ApiError) -> JSONResponse:
+def _answer(exc: HttpError | DomainError) -> JSONResponse:
+    if isinstance(exc, DomainError):
+        return JSONResponse(status_code=status_of(exc), content={"detail": exc.detail, **exc.extra})
     return JSONResponse(
         status_code=exc.status, content={"detail": exc.detail, **exc.extra}, headers=exc.headers
     )
@@ -96,11 +97,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if _is_page(request):
             from service.pages.render import error_page  # a page: the words on a page
 
-            return error_page(request, as_api_error(exc))
-        return _answer(as_api_error(exc))
+            return error_page(request, status_of(exc), exc.detail)
+        return _answer(exc)
 
-    @app.exception_handler(ApiError)
-    async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
+    @app.exception_handler(HttpError)
+    async def _http_error_of_ours(_request: Request, exc: HttpError) -> JSONResponse:
         return _answer(exc)
 
     @app.exception_handler(StarletteHTTPException)
@@ -121,7 +122,7 @@ def install_error_handlers(app: FastAPI) -> None:
             # A page: the same status and words as its JSON twin, on a page a person can read.
             from service.pages.render import error_page
 
-            return error_page(request, ApiError(answer.status_code, _detail(answer)))
+            return error_page(request, answer.status_code, _detail(answer))
         return answer
 
     @app.exception_handler(ValidationError)

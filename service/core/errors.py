@@ -1,21 +1,11 @@
-"""Errors with a message a person can act on: the API's own (ApiError, with its HTTP status) and
-the domain's (raised by the store, the evaluation and the runs, which know nothing of HTTP;
-service/api/errors.py answers each kind with its status)."""
+"""The one family of errors a request can meet, each with a message a person can act on: raised
+by the store, the evaluation, the runs and the routes and pages alike, none of which says an HTTP
+status; service/api/errors.py answers each kind with its status, in one place. (What only HTTP
+knows, a missing token or a body too large, is service.web.errors.HttpError.)"""
 
 from __future__ import annotations
 
 from typing import Any
-
-
-class ApiError(Exception):
-    def __init__(
-        self, status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        self.headers = headers
-        self.extra = extra
 
 
 class DomainError(Exception):

@@ -19,7 +19,6 @@ from plotly.utils import PlotlyJSONEncoder
 
 from dashboards.format import FILTERS
 from dashboards.style import VERDICT_ORDER, verdict_colour
-from service.core.errors import ApiError
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 STATIC_DIR = Path(__file__).resolve().parent / "static"  # the pages' CSS, JavaScript, icon
@@ -68,14 +67,15 @@ def render(
     )
 
 
-def error_page(request: Request, exc: ApiError) -> HTMLResponse:
-    """A readable page for the errors the JSON twins answer as {"detail": ...}."""
+def error_page(request: Request, status: int, detail: str) -> HTMLResponse:
+    """A readable page for the errors the JSON twins answer as {"detail": ...} (the app's error
+    handlers call it for a page's request: service/api/errors.py)."""
     titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 422: "Invalid request"}
     return render(
         request,
         "error.html",
-        {"title": titles.get(exc.status, "Error"), "status": exc.status, "detail": exc.detail},
-        status_code=exc.status,
+        {"title": titles.get(status, "Error"), "status": status, "detail": detail},
+        status_code=status,
     )
 
 
@@ -90,8 +90,6 @@ def json_twin(data: dict[str, Any]) -> Response:
 
 
 def html_page(request: Request, template: str, build: Callable[[], dict[str, Any]]) -> HTMLResponse:
-    try:
-        context = build()
-    except ApiError as exc:
-        return error_page(request, exc)
-    return render(request, template, context)
+    """The page `build` describes; an error it raises is answered by the app's handlers, as a
+    page (service/api/errors.py)."""
+    return render(request, template, build())

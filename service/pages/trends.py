@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from dashboards.format import fmt_pct, fmt_value, series_label
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
 from dashboards.trend import trend_figure
-from service.core.errors import ApiError
+from service.core.errors import NotFound, Unprocessable
 from service.pages.render import html_page, json_twin
 from service.pages.trend_query import TrendQuery, TrendQueryDep
 from service.store.alerts.places import alert_markers
@@ -52,16 +52,16 @@ def trend_view(session: Session, q: TrendQuery) -> TrendView:
         check_branch(session, repo.id, repo.name, q.branch)
     metrics = store.metrics(session, repo.id) or [q.metric]
     if not store.has_metric(session, repo.id, q.metric):
-        raise ApiError(404, f"no series of {repo.name} measures {q.metric!r}; "
+        raise NotFound(f"no series of {repo.name} measures {q.metric!r}; "
                             f"its metrics: {', '.join(metrics)}")  # fmt: skip
     q.scale = q.scale or ("value" if q.log else "change")
     if q.log and q.scale == "change":
-        raise ApiError(422, "a log axis shows values: use scale=value with log=1")
+        raise Unprocessable("a log axis shows values: use scale=value with log=1")
     options = store.series_options(session, repo.id, q.metric)
     if q.series:
         chosen = store.series_rows(session, q.series)
         if any(s.repository_id != repo.id for s in chosen) or len(chosen) != len(set(q.series)):
-            raise ApiError(404, f"not every series in {q.series} exists in {repo.name}")
+            raise NotFound(f"not every series in {q.series} exists in {repo.name}")
         matching = len(chosen)
     else:
         picked = [

@@ -156,18 +156,18 @@ def test_an_unsigned_body_is_not_read_and_a_forged_one_is_not_held_in_memory() -
     import tracemalloc
 
     from service.api.routes.webhooks import UNCHECKED_IN_MEMORY, read_signed_body
-    from service.core.errors import ApiError
+    from service.web.errors import HttpError
 
     limit = 25 << 20
     for header in (None, "sha1=abc", "sha256=short"):
         request = Streamed(24 << 20)
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(HttpError) as refused:
             run_apart(read_signed_body(request, SECRET, header, limit))  # type: ignore[arg-type]
         assert refused.value.status == 401 and request.read == 0  # not a byte read
     forged = Streamed(24 << 20)
     tracemalloc.start()
     try:
-        with pytest.raises(ApiError) as refused:
+        with pytest.raises(HttpError) as refused:
             run_apart(read_signed_body(forged, SECRET, "sha256=" + "0" * 64, limit))  # type: ignore[arg-type]
         peak = tracemalloc.get_traced_memory()[1]
     finally:

@@ -7,7 +7,7 @@ from typing import Literal
 from fastapi import APIRouter, Query
 
 from service.api.deps import AdminDep, RowId, SessionDep
-from service.core.errors import ApiError
+from service.core.errors import NotFound
 from service.evaluation.alerts.groups import alert_groups, triage_together
 from service.evaluation.alerts.lifecycle import triage
 from service.models import Alert
@@ -63,7 +63,7 @@ def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     """One alert with its attribution and history."""
     alert = queries.get(session, Alert, alert_id)
     if alert is None:
-        raise ApiError(404, f"no alert {alert_id}")
+        raise NotFound(f"no alert {alert_id}")
     return alerts_public(session, [alert], events=True)[0]
 
 
@@ -74,7 +74,7 @@ def triage_alert(
     """Acknowledge, mark fixed or invalid, or reopen an alert, with a note (admin)."""
     alert = queries.get(session, Alert, alert_id)
     if alert is None:
-        raise ApiError(404, f"no alert {alert_id}")
+        raise NotFound(f"no alert {alert_id}")
     triage(session, alert, body.state, body.actor, body.note)
     session.commit()
     return alerts_public(session, [alert], events=True)[0]

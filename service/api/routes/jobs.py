@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from service.api.deps import SHA_PATTERN, AdminDep, RowId, RunnerDep, SessionDep, SettingsDep
 from service.core import clone_urls, telemetry
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference, NotFound
 from service.models import Job, Repository
 from service.models.base import utcnow
 from service.schemas.jobs import (
@@ -23,6 +23,7 @@ from service.store.jobs import queue
 from service.store.reads import queries
 from service.store.reads.queries import jobs_public, repository_named
 from service.store.upsert import get_or_create
+from service.web.errors import HttpError
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -71,7 +72,7 @@ def list_jobs(
     """Jobs, newest first, filtered by state, repository and commit."""
     prefix = commit.lower() if commit else None
     if prefix is not None and (len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix)):
-        raise ApiError(400, "commit must be 4 to 40 hex digits")
+        raise InvalidReference("commit must be 4 to 40 hex digits")
     repository_id = repository_named(session, repository).id if repository else None
     jobs = queries.newest_jobs(session, limit, state, repository_id, prefix)
     return jobs_public(session, jobs)
@@ -82,14 +83,14 @@ def get_job(job_id: RowId, session: SessionDep) -> JobPublic:
     """One job."""
     job = queries.get(session, Job, job_id)
     if job is None:
-        raise ApiError(404, f"no job {job_id}")
+        raise NotFound(f"no job {job_id}")
     return jobs_public(session, [job])[0]
 
 
 @router.get("/claim", include_in_schema=False)
 def claim_is_a_post() -> None:
     """GET of the claim: 405, not a job id that is no number."""
-    raise ApiError(405, "claim a job with POST", headers={"Allow": "POST"})
+    raise HttpError(405, "claim a job with POST", headers={"Allow": "POST"})
 
 
 @router.post(

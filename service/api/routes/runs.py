@@ -12,7 +12,7 @@ from service.api.body import parse_document, read_body, require_json
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core import telemetry
-from service.core.errors import ApiError, InvalidDocument
+from service.core.errors import InvalidDocument, NotFound
 from service.runs import judged
 from service.runs.arrival import receive
 from service.schemas.runs import RunPublic, RunStored
@@ -87,7 +87,7 @@ def get_run(run_id: str, session: SessionDep) -> RunPublic:
     """One stored run: commit, environment, build status and result count."""
     found = queries.run_named(session, run_id)
     if found is None:
-        raise ApiError(404, f"no run with id {run_id!r}")
+        raise NotFound(f"no run with id {run_id!r}")
     run, sha, repository = found
     results = queries.result_count(session, run.id)
     return RunPublic.from_run(run, sha=sha, repository=repository, results=results)

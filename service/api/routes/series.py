@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.api.body import check_depth, too_deep
 from service.api.deps import MAX_ID, SessionDep
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference
 from service.evaluation.reads.work_history import work_history
 from service.models import Series
 from service.schemas.metrics import SeriesHistory, WorkHistory
@@ -35,12 +35,12 @@ def _parse_params(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ApiError(400, f"params must be a JSON object: {exc.msg}") from exc
+        raise InvalidReference(f"params must be a JSON object: {exc.msg}") from exc
     except RecursionError:
         raise too_deep("params") from None
     check_depth(value, "params")
     if not isinstance(value, dict):
-        raise ApiError(400, 'params must be a JSON object, e.g. {"m":1024}')
+        raise InvalidReference('params must be a JSON object, e.g. {"m":1024}')
     return value
 
 
@@ -75,7 +75,7 @@ def get_series(
         "method": method,
     }
     if id is None and all(v is None for v in filters.values()) and params is None:
-        raise ApiError(400, "name a series: id=, or repository=/workload=/kernel=/metric=")
+        raise InvalidReference("name a series: id=, or repository=/workload=/kernel=/metric=")
     series, repo_name = find_series(
         session, series_id=id, filters=filters, params=_parse_params(params)
     )

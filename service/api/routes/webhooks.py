@@ -16,10 +16,11 @@ from starlette.concurrency import run_in_threadpool
 from service.api.body import check_depth, raw_body, too_deep
 from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
-from service.core.errors import ApiError
+from service.core.errors import InvalidReference, Unprocessable
 from service.core.tokens import same_secret
 from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
 from service.store.jobs.deliveries import record, seen_delivery
+from service.web.errors import HttpError
 
 router = APIRouter(tags=["webhooks"])
 
@@ -33,10 +34,10 @@ _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 def _claimed_signature(header: str | None) -> str:
     """The digest the header claims: 401 before any of the body is read where there is none."""
     if not header:
-        raise ApiError(401, "missing X-Hub-Signature-256: set the webhook's secret on GitHub")
+        raise HttpError(401, "missing X-Hub-Signature-256: set the webhook's secret on GitHub")
     algorithm, _, signature = header.partition("=")
     if algorithm != "sha256" or not _HEX_DIGEST.fullmatch(signature):
-        raise ApiError(
+        raise HttpError(
             401, "X-Hub-Signature-256 is not sha256= and 64 hex digits, as GitHub sends it"
         )
     return signature
@@ -45,7 +46,7 @@ def _claimed_signature(header: str | None) -> str:
 def _check_signature(claimed: str, expected: str) -> None:
     # Constant time, so the response time says nothing about the signature.
     if not same_secret(claimed, expected):
-        raise ApiError(
+        raise HttpError(
             401,
             "X-Hub-Signature-256 does not match the body: "
             "is KERNELWATCH_WEBHOOK_SECRET the secret set on GitHub?",
@@ -78,7 +79,7 @@ async def github_webhook(
 ) -> JSONResponse:
     """Receive ping and push events; a push queues jobs for its head commit."""
     if not settings.webhook_secret:
-        raise ApiError(
+        raise HttpError(
             503,
             "webhooks are off: set KERNELWATCH_WEBHOOK_SECRET to the secret "
             "configured on GitHub and restart the service",
@@ -87,22 +88,22 @@ async def github_webhook(
         request, settings.webhook_secret, x_hub_signature_256, settings.webhook_max_bytes
     )
     if not x_github_event:
-        raise ApiError(400, "missing X-GitHub-Event header")
+        raise InvalidReference("missing X-GitHub-Event header")
     if not x_github_delivery:
-        raise ApiError(400, "missing X-GitHub-Delivery header")
+        raise InvalidReference("missing X-GitHub-Delivery header")
     previous = await run_in_threadpool(seen_delivery, factory, x_github_delivery)
     if previous is None:
         try:
             payload = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ApiError(400, f"the signed body is not JSON: {exc}") from exc
+            raise InvalidReference(f"the signed body is not JSON: {exc}") from exc
         except RecursionError:
             raise too_deep(f"the {x_github_event} payload") from None
         check_depth(payload, f"the {x_github_event} payload")
         unstorable = unstorable_text(payload) if may_hold_unstorable(body) else None
         unstorable = unstorable or unstorable_number(payload)
         if unstorable:
-            raise ApiError(422, f"invalid {x_github_event} payload: {unstorable} cannot be stored")
+            raise Unprocessable(f"invalid {x_github_event} payload: {unstorable} cannot be stored")
         try:
             previous = await run_in_threadpool(
                 record, factory, settings, x_github_delivery, x_github_event, payload

@@ -17,9 +17,9 @@ from sqlalchemy import Engine, select
 
 from service.api.app import create_app
 from service.api.routes.webhooks import read_signed_body
-from service.core.errors import ApiError
 from service.core.settings import Settings
 from service.models import Job, Repository, WebhookDelivery
+from service.web.errors import HttpError
 from tests.documents import sha_for
 from tests.live_server import LiveServer
 
@@ -64,9 +64,9 @@ def test_githubs_published_signature_vector() -> None:
     secret, body = "It's a Secret to Everybody", b"Hello, World!"
     good = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     assert read_signed(secret, body, good) == body
-    with pytest.raises(ApiError):
+    with pytest.raises(HttpError):
         read_signed(secret, body, good[:-1] + "8")
-    with pytest.raises(ApiError):
+    with pytest.raises(HttpError):
         read_signed(secret, body + b" ", good)
 
 
