@@ -38,6 +38,7 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
+from dashboards.style import VERDICT_ORDER
 from service.analysis.work import describe
 from service.core.settings import Settings
 from service.evaluation.verdicts.evaluate import BROKEN_STATES
@@ -50,8 +51,8 @@ API_VERSION = "2022-11-28"
 MAX_DESCRIPTION = 140
 # Seconds to wait before the second and the third attempt.
 RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
-COUNT_ORDER = ("regressed", "broken", "more work", "improved", "pending", "unchanged", "new",
-               "missing")  # fmt: skip
+# The verdicts' order everywhere (worst first: dashboards.style), "more work" beside the broken.
+COUNT_ORDER = (*VERDICT_ORDER[:2], "more work", *VERDICT_ORDER[2:])
 
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")

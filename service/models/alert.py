@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import Float, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
@@ -11,8 +11,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 from service.models.base import Base, utcnow
 
 # suspected: waiting for the confirmation job; dismissed: the confirmation did not reproduce it.
-ALERT_STATES = ("suspected", "open", "acknowledged", "fixed", "invalid", "dismissed")
-TRIAGE_STATES = ("open", "acknowledged", "fixed", "invalid")
+# Every state an alert can be in, the ones a person may set, and the active ones (a new
+# regression of the series is part of them; a recovery closes them).
+AlertState = Literal["suspected", "open", "acknowledged", "fixed", "invalid", "dismissed"]
+TriageState = Literal["open", "acknowledged", "fixed", "invalid"]
+ALERT_STATES: tuple[str, ...] = get_args(AlertState)
+TRIAGE_STATES: tuple[str, ...] = get_args(TriageState)
+ACTIVE_STATES = ("suspected", "open", "acknowledged")
 
 
 class Alert(Base):

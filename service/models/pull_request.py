@@ -14,10 +14,12 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
 
+PULL_PREFIX = "pull/"  # a pull request's runs' branch: pull/<number>
+
 
 def pull_branch(number: int) -> str:
     """The branch name a pull request's runs are stored under."""
-    return f"pull/{number}"
+    return f"{PULL_PREFIX}{number}"
 
 
 class PullRequest(Base):

@@ -10,18 +10,16 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from service.evaluation.alerts.groups import alert_groups
+from service.models.alert import ACTIVE_STATES, AlertState
 from service.pages.render import html_page, json_twin
 from service.store.alerts.rows import alerts_public
 from service.store.reads import dashboard_reads as store
-from service.store.reads.dashboard_reads import ACTIVE_ALERT_STATES
 from service.store.reads.queries import repository_named
 from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 # The alert states (the API's) and "all": anything else is a 422, on a page as on its twin.
-PageAlertState = Literal[
-    "all", "suspected", "open", "acknowledged", "fixed", "invalid", "dismissed"
-]
+PageAlertState = Literal["all"] | AlertState
 AlertStates = Query([], description="repeatable; default: suspected, open, acknowledged; all")
 
 
@@ -66,7 +64,7 @@ def alerts_data(
 def _states(state: list[PageAlertState]) -> list[str]:
     if "all" in state:
         return []
-    return [s for s in state if s] or list(ACTIVE_ALERT_STATES)
+    return [s for s in state if s] or list(ACTIVE_STATES)
 
 
 @router.get("/alerts.json")

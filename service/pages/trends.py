@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from dashboards.trend import trend_figure
 from service.core.errors import NotFound, Unprocessable
 from service.pages.render import html_page, json_twin
 from service.pages.trend_query import TrendQuery, TrendQueryDep
+from service.schemas.document import params_key
 from service.store.alerts.places import alert_markers
 from service.store.history.series import histories_data
 from service.store.reads import dashboard_reads as store
@@ -230,7 +230,7 @@ def trend_csv(histories: list[dict[str, Any]]) -> str:
             st = p["statistics"]
             writer.writerow(
                 [
-                    s["id"], s["repository"], s["workload"], _params(s["params"]), s["kernel"],
+                    s["id"], s["repository"], s["workload"], params_key(s["params"]), s["kernel"],
                     s["metric"], s["unit"], s["method"], s["fingerprint"], h["branch"], p["commit"],
                     p["committed_at"].isoformat(), p["author_name"], p["subject"], p["run_id"],
                     st["n"], st["median"], st["q1"], st["q3"], st["min"], st["max"], st["mean"],
@@ -238,10 +238,6 @@ def trend_csv(histories: list[dict[str, Any]]) -> str:
                 ]
             )  # fmt: skip
     return out.getvalue()
-
-
-def _params(params: dict[str, Any]) -> str:
-    return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
 @router.get("/trends.json")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from service.models.alert import TriageState
 from service.schemas.metrics import CHANGE, SeriesPublic
 from service.schemas.text import StorableText
 
@@ -44,7 +45,7 @@ class AlertPublic(BaseModel):
 class AlertPatch(StorableText):
     model_config = ConfigDict(extra="forbid")
 
-    state: Literal["open", "acknowledged", "fixed", "invalid"]
+    state: TriageState
     note: Annotated[str, StringConstraints(max_length=5000)] = ""
     actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
 
@@ -77,7 +78,7 @@ class AlertGroupTriage(StorableText):
     alert_ids: Annotated[
         list[Annotated[int, Field(ge=1, le=2**31 - 1)]], Field(min_length=1, max_length=1000)
     ]
-    state: Literal["open", "acknowledged", "fixed", "invalid"]
+    state: TriageState
     note: Annotated[str, StringConstraints(max_length=5000)] = ""
     actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
 

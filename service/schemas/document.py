@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -26,6 +25,8 @@ from pydantic import (
 )
 
 from service.core.units import TIME_UNITS, is_known_unit
+from service.models.pull_request import pull_branch
+from service.schemas.names import GitBranch, RepositoryName
 
 SCHEMA_VERSION = 1
 MAX_SAMPLES_PER_TIMING = 100_000
@@ -64,23 +65,12 @@ UtcDatetime = Annotated[AwareDatetime, AfterValidator(_in_utc)]
 Count = Annotated[int, Field(ge=0, le=2**31 - 1)]
 # Texts stored in columns narrower than ShortText.
 PersonText = Annotated[str, StringConstraints(max_length=300)]
-Branch = Annotated[str, StringConstraints(max_length=255)]  # the width of the branch columns
 Unit = Annotated[str, StringConstraints(max_length=50)]  # the width of series.unit
 Tag = Annotated[str, StringConstraints(max_length=20)]
 ParamText = Annotated[str, StringConstraints(max_length=1000)]
 ParamValue = ParamText | int | float | bool | None | list[ParamText | int | float | bool]
 # A workload's parameters as canonical JSON (params_key) are part of an index entry too.
 MAX_PARAMS_KEY_BYTES = 2000
-_BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*@\{)[^\x00-\x20~^:?*\[\\\x7f]{1,255}(?<![/.])$")
-
-
-def _git_branch(branch: str) -> str:
-    if not _BRANCH.match(branch) or branch.endswith(".lock"):
-        raise ValueError(f"{branch[:80]!r} is not a valid git branch name")
-    return branch
-
-
-GitBranch = Annotated[Branch, AfterValidator(_git_branch)]  # what `git check-ref-format` admits
 
 
 class Strict(BaseModel):
@@ -88,7 +78,7 @@ class Strict(BaseModel):
 
 
 class RepositoryIn(Strict):
-    name: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
+    name: RepositoryName
     # May become the clone URL runners pass to `git clone`: no leading "-" (an option).
     url: Annotated[str, StringConstraints(max_length=1000, pattern=r"^$|^[^-]")] | None = None
 
@@ -390,9 +380,9 @@ class RunDocument(Strict):
             raise ValueError("status is 'build_failed' but build.status is not 'failed'")
         if self.paired_base is not None and self.paired_base.paired_base is not None:
             raise ValueError("paired_base cannot itself carry a paired_base")
-        if self.pull_request is not None and self.branch != f"pull/{self.pull_request.number}":
+        if self.pull_request is not None and self.branch != pull_branch(self.pull_request.number):
             raise ValueError(
-                f"a pull request's run is on branch pull/{self.pull_request.number}, "
+                f"a pull request's run is on branch {pull_branch(self.pull_request.number)}, "
                 f"not {self.branch!r}"
             )
         if self.build.status == "failed" and any(w.timing for w in self.workloads):

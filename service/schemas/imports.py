@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict
 
-from service.schemas.document import GitBranch, Sha, UtcDatetime
+from service.schemas.document import Sha, UtcDatetime
+from service.schemas.names import GitBranch, RepositoryName
 
 ImportFormat = Literal["gbench", "nvbench"]
-RepositoryName = Annotated[
-    str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", min_length=1, max_length=200)
-]
 
 
 class ImportCreate(BaseModel):

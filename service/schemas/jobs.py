@@ -17,6 +17,7 @@ from pydantic import (
 from service.models import Job, Runner
 from service.models.runner import claimable_labels
 from service.schemas.document import Sha
+from service.schemas.names import GitBranch, RepositoryName
 from service.schemas.text import StorableText
 
 LabelName = Annotated[str, StringConstraints(pattern=r"^[\w.-]{1,100}$", max_length=100)]
@@ -48,9 +49,9 @@ Labels = Annotated[dict[LabelName, LabelValue], AfterValidator(check_labels)]
 class JobCreate(StorableText):
     model_config = ConfigDict(extra="forbid")
 
-    repository: Annotated[str, StringConstraints(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)]
+    repository: RepositoryName
     sha: Sha
-    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
+    branch: GitBranch = "main"
     # Handed to `git clone` by the runners: a leading "-" would be read as an option.
     clone_url: Annotated[str, StringConstraints(max_length=1000, pattern=r"^$|^[^-]")] | None = None
     labels: Labels | None = Field(

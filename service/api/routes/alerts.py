@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, Query
 
 from service.api.deps import AdminDep, RowId, SessionDep
@@ -11,14 +9,13 @@ from service.core.errors import NotFound
 from service.evaluation.alerts.groups import alert_groups, triage_together
 from service.evaluation.alerts.lifecycle import triage
 from service.models import Alert
+from service.models.alert import AlertState
 from service.schemas.alerts import AlertGroupPublic, AlertGroupTriage, AlertPatch, AlertPublic
 from service.store.alerts.rows import alerts_public
 from service.store.reads import dashboard_reads, queries
 from service.store.reads.queries import repository_named
 
 router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
-
-AlertState = Literal["suspected", "open", "acknowledged", "fixed", "invalid", "dismissed"]
 
 
 @router.get("", response_model=list[AlertPublic])

@@ -27,12 +27,11 @@ from service.models import (
     Series,
     Verdict,
 )
+from service.models.alert import ACTIVE_STATES
 from service.models.base import utcnow
 from service.store.alerts import notifications
 from service.store.history.ancestry import ancestry
 from service.store.jobs import queue
-
-ACTIVE = ("suspected", "open", "acknowledged")
 
 
 def transition(session: Session, alert: Alert, to_state: str, actor: str, note: str = "") -> None:
@@ -92,7 +91,7 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict]) -> list[A
         select(Alert)
         .where(
             Alert.series_id.in_(series_ids),
-            Alert.state.in_((*ACTIVE, "fixed")),
+            Alert.state.in_((*ACTIVE_STATES, "fixed")),
             Alert.branch == run.branch,
             Alert.run_id != run.id,
         )

@@ -13,10 +13,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core import clone_urls
+from service.core.errors import Unprocessable
 from service.core.settings import Settings
 from service.models import Repository, WebhookDelivery
 from service.models.base import utcnow
 from service.schemas.document import MAX_TEXT
+from service.schemas.names import RepositoryName, branch_refusal
 from service.store.jobs import pull_requests, queue
 from service.store.upsert import get_or_create
 
@@ -30,7 +32,7 @@ class _Loose(BaseModel):
 
 
 class PushRepository(_Loose):
-    full_name: str = Field(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)
+    full_name: RepositoryName
     # Handed to `git clone` by the runners: a leading "-" would be read as an option.
     clone_url: str | None = Field(default=None, max_length=1000, pattern=r"^$|^[^-]")
 
@@ -127,6 +129,8 @@ def _handle(
     if not push.ref.startswith("refs/heads/"):
         return Outcome("done", f"{push.ref} is not a branch (a tag push?): nothing queued")
     branch = push.ref.removeprefix("refs/heads/")
+    if (why := branch_refusal(branch)) is not None:  # no result document could carry it
+        raise Unprocessable(f"invalid push payload: ref: {why}")
     if push.deleted or push.after == ZERO_SHA:
         return Outcome("done", f"branch {branch} was deleted: nothing queued")
     clone_urls.check(push.repository.clone_url, settings)

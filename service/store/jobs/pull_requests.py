@@ -14,7 +14,7 @@ from service.core.settings import Settings
 from service.models import Commit, Job, PullRequest, Repository, Run
 from service.models.base import utcnow
 from service.models.pull_request import pull_branch
-from service.schemas.document import GitBranch
+from service.schemas.names import GitBranch, RepositoryName
 from service.store.jobs import queue
 from service.store.upsert import get_or_create
 
@@ -27,7 +27,7 @@ class _Loose(BaseModel):
 
 
 class PullRepository(_Loose):
-    full_name: str = Field(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=200)
+    full_name: RepositoryName
     clone_url: str | None = Field(default=None, max_length=1000, pattern=r"^$|^[^-]")
 
 

@@ -15,9 +15,9 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
+from service.models.alert import ACTIVE_STATES
 from service.store.alerts.places import inherited, without_bisected
 
-ACTIVE_ALERT_STATES = ("suspected", "open", "acknowledged")
 ACTIVE_JOB_STATES = ("queued", "running")
 # The branch lists read the newest runs only: a GROUP BY over every run grew with the history
 # (the overview took 10 ms at 200 commits, 19 ms at 10,000 on PostgreSQL).
@@ -135,7 +135,7 @@ def active_alerts(session: Session, limit: int = 20) -> list[Alert]:
     return list(
         session.scalars(
             select(Alert)
-            .where(Alert.state.in_(ACTIVE_ALERT_STATES))
+            .where(Alert.state.in_(ACTIVE_STATES))
             .order_by(Alert.id.desc())
             .limit(limit)
         )

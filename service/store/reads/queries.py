@@ -11,10 +11,10 @@ from sqlalchemy.orm import Session
 
 from service.core.errors import NotFound
 from service.models import Commit, Job, Repository, Result, Run, Runner
+from service.models.pull_request import PULL_PREFIX
 from service.schemas.jobs import JobPublic
 
 BRANCH_LIST = 50  # the branches a 404 for an unknown one names
-PULL_PREFIX = "pull/"  # a pull request's runs' branch: service.models.pull_request.pull_branch
 
 
 def repository_named(session: Session, name: str) -> Repository:
