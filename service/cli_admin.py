@@ -14,14 +14,15 @@ from sqlalchemy.orm import Session
 
 from service.core import clone_urls
 from service.core.db import engine_for, session_factory
+from service.core.errors import Conflict, NotFound
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.core.tokens import new_token, token_hash
-from service.models import Repository, Runner
+from service.models import Repository
 from service.models.base import utcnow
 from service.schemas.document import Name
 from service.schemas.jobs import JobCreate, check_labels
-from service.store.jobs import queue
+from service.store.jobs import queue, runners
 from service.store.reads import queries
 from service.store.upsert import get_or_create
 
@@ -94,18 +95,10 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
     labels = parse_labels(args.labels or "")
     token = new_token("kwr")
     with _session(settings) as session:
-        runner = queries.runner_named(session, args.name)
-        if runner is None:
-            runner = Runner(name=args.name, labels=labels, created_at=utcnow())
-            session.add(runner)
-        elif runner.token_hash and runner.revoked_at is None and not args.rotate:
-            raise CliError(
-                f"runner {args.name!r} already has a token; revoke it first or pass --rotate"
-            )
-        else:
-            runner.labels = labels or runner.labels
-        runner.token_hash = token_hash(token)
-        runner.revoked_at = None
+        try:
+            runners.issue_token(session, args.name, labels, token_hash(token), args.rotate)
+        except Conflict as exc:
+            raise CliError(exc.detail) from None
     print(token)
     print(
         f"runner {args.name!r} (labels: {labels or 'none'}): this token is shown once; "
@@ -118,10 +111,10 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
 def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
     runner_name(args.name)
     with _session(settings) as session:
-        runner = queries.runner_named(session, args.name)
-        if runner is None or runner.token_hash is None:
-            raise CliError(f"no runner named {args.name!r} has a token")
-        runner.revoked_at = utcnow()
+        try:
+            runners.revoke_token(session, args.name)
+        except NotFound as exc:
+            raise CliError(exc.detail) from None
     print(f"revoked the token of runner {args.name!r}")
     return 0
 
@@ -169,15 +162,7 @@ def repo_runner_labels(args: argparse.Namespace, settings: Settings) -> int:
     validated(JobCreate, repository=args.name, sha="0" * 40, clone_url=args.clone_url)
     _check_clone_url(args.clone_url, settings)
     with _session(settings) as session:
-        repo = get_or_create(
-            session,
-            Repository,
-            {"name": args.name},
-            clone_url=args.clone_url,
-            runner_label_sets=[{}],
-            created_at=utcnow(),
-        )
-        repo.runner_label_sets = label_sets
+        runners.label_sets(session, args.name, args.clone_url, label_sets)
     print(f"{args.name}: each pushed commit queues {len(label_sets)} job(s): {label_sets}")
     return 0
 

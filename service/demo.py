@@ -23,12 +23,12 @@ from service.core.db import create_db_engine
 from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.evaluation.backlog import process_pending
-from service.models import Repository, Runner
-from service.models.base import utcnow
+from service.models import Repository
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
 from service.store.history.ingest import ingest
-from service.store.jobs.queue import claim, enqueue
+from service.store.jobs import queue, runners
+from service.store.jobs.queue import claim
 from service.store.reads import queries
 
 DEMO_RUNNER = "demo-gpu"
@@ -94,12 +94,9 @@ def _push_job(factory: sessionmaker[Session], entry: dict[str, Any]) -> int:
     found at the head is bisected over them (service.evaluation.alerts.bisect reads the job's
     payload)."""
     with factory() as session, session.begin():
-        (job,) = enqueue(session, repository_id=_repository(session).id, sha=entry["commit"],
-                         branch="main", label_sets=[{}], max_attempts=1,
-                         summary="the head of a push")  # fmt: skip
-        job.payload = {"push_commits": list(entry["push_commits"])}
-        job.state, job.finished_at = "succeeded", utcnow()
-        return job.id
+        return queue.finished_push_head(
+            session, _repository(session).id, entry["commit"], list(entry["push_commits"])
+        )
 
 
 def _repository(session: Session) -> Repository:
@@ -118,14 +115,8 @@ def _answer(factory: sessionmaker[Session], raw: dict[str, Any], kind: str, comm
         raise DemoError(f"the bundle's {kind} of {commit[:12]} finds no job to answer")
     for _ in range(waiting):
         with factory() as session, session.begin():
-            runner = queries.runner_named(session, DEMO_RUNNER)
-            if runner is None:
-                runner = Runner(name=DEMO_RUNNER, host="demo", labels={}, created_at=utcnow())
-                session.add(runner)
-                session.flush()
             # What the recording's runner reported: its GPU, and a post just now.
-            runner.environment = raw.get("environment") or {}
-            runner.last_seen_at = utcnow()
+            runner = runners.demo_runner(session, DEMO_RUNNER, raw.get("environment") or {})
             claimed = claim(session, runner, lease_seconds=600)
             if claimed is None or claimed.job.kind != kind or claimed.job.commit_sha != commit:
                 raise DemoError(f"the bundle's {kind} of {commit[:12]} was not the next job")

@@ -210,6 +210,59 @@ def test_each_domain_of_a_floor_uses_only_the_ones_it_may() -> None:
     }, "a domain package of the floors is not in DOMAINS (or one of DOMAINS is gone)"  # fmt: skip
 
 
+# The packages that own the ORM's use: the store's queries and writes, analysis' database side,
+# the models and the engine. Nowhere else is a session asked for rows or handed some, nor a
+# model's attribute written (the routes, pages, runs, integrations, CLI and demo ask the store).
+ORM_OWNERS = ("service.store", "service.evaluation", "service.models", "service.core")
+SESSION_CALLS = {"add", "add_all", "get", "execute", "delete", "merge", "scalar", "scalars",
+                 "flush"}  # fmt: skip
+# What a model's row is called where it is held (a heuristic: the names our code gives them).
+MODEL_NAMES = {"runner", "job", "run", "alert", "repo", "repository", "commit", "series",
+               "result", "verdict", "delivery", "pr", "row"}  # fmt: skip
+
+
+def orm_use(path: Path) -> list[str]:
+    """Where a module calls a session's query or write methods, or writes a model's attribute."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = node.func.value
+            is_session = isinstance(receiver, ast.Name) and receiver.id == "session"
+            if is_session and node.func.attr in SESSION_CALLS:
+                out.append(f"{node.lineno}: session.{node.func.attr}(...)")
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])  # fmt: skip
+        for target in targets:
+            for each in target.elts if isinstance(target, ast.Tuple) else [target]:
+                if (isinstance(each, ast.Attribute) and isinstance(each.value, ast.Name)
+                        and each.value.id in MODEL_NAMES):  # fmt: skip
+                    out.append(f"{node.lineno}: {each.value.id}.{each.attr} = ...")
+    return out
+
+
+def test_the_orm_is_used_only_where_it_is_owned() -> None:
+    wrong = {}
+    for name, path in modules().items():
+        if name.startswith("service.") and not name.startswith(ORM_OWNERS):
+            found = orm_use(path)
+            if found:
+                wrong[name] = found
+    assert wrong == {}
+
+
+def test_the_orm_check_sees_reads_and_writes() -> None:
+    probe = Path(__file__).with_name("_orm_probe.py")
+    probe.write_text(
+        "def f(session, runner, job):\n    session.add(runner)\n"
+        "    runner.token_hash = 'x'\n    job.state, job.at = 'done', 1\n"
+    )
+    try:
+        assert sorted(orm_use(probe)) == ["2: session.add(...)", "3: runner.token_hash = ...",
+                                          "4: job.at = ...", "4: job.state = ..."]  # fmt: skip
+    finally:
+        probe.unlink()
+
+
 def test_the_numerics_hold_no_sql() -> None:
     """service.analysis works on plain arrays: no SQLAlchemy, no session, no model."""
     for path in sorted((ROOT / "service" / "analysis").rglob("*.py")):

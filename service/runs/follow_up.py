@@ -5,14 +5,10 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from service.models import Run
-from service.store.jobs.pull_requests import queue_merge_base
+from service.store.jobs.pull_requests import queue_merge_base_of
 
 
 def after_store(factory: sessionmaker[Session], run_pk: int, max_attempts: int) -> list[int]:
     """Jobs queued because of the stored run `run_pk` (none for a branch's own run)."""
     with factory() as session, session.begin():
-        run = session.get(Run, run_pk)
-        if run is None or run.pull_request is None:
-            return []
-        return queue_merge_base(session, run, max_attempts)
+        return queue_merge_base_of(session, run_pk, max_attempts)

@@ -23,12 +23,13 @@ from service.schemas.document import RunDocument, RunnerIn
 from service.store.history.ingest import IngestOutcome, store_new, stored_copy, stored_meanwhile
 from service.store.history.workload_rows import summarize_timings
 from service.store.jobs.queue import current_attempt, finish, job_kind
+from service.store.reads import queries
 
 
 def _leased_job(session: Session, doc: RunDocument, runner_id: int) -> tuple[Job, Runner]:
     if doc.job_id is None or not doc.lease_token:
         raise Conflict("a runner's document needs job_id and lease_token of its claim")
-    runner = session.get(Runner, runner_id)
+    runner = queries.get(session, Runner, runner_id)
     assert runner is not None
     if doc.runner is not None and doc.runner.name != runner.name:
         raise Conflict(
@@ -46,7 +47,7 @@ def _fixed_by_job(session: Session, job: Job, doc: RunDocument) -> list[tuple[st
     """What the job fixed beside what the document says of it: a runner's token may post its
     job's measurements, never file them under another repository, branch, commit or pull
     request."""
-    repository = session.get(Repository, job.repository_id)
+    repository = queries.get(session, Repository, job.repository_id)
     pull = (job.payload or {}).get("pull_request") or {}
     posted = doc.pull_request
     return [

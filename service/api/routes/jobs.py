@@ -19,7 +19,7 @@ from service.schemas.jobs import (
     JobPublic,
     JobsQueued,
 )
-from service.store.jobs import queue
+from service.store.jobs import queue, runners
 from service.store.reads import queries
 from service.store.reads.queries import jobs_public, repository_named
 from service.store.upsert import get_or_create
@@ -103,7 +103,7 @@ def claim_job(
 ) -> ClaimedJob | Response:
     """Take the oldest queued job this runner's labels allow, under a lease (runner)."""
     expired = queue.reap(session)
-    runner.last_seen_at = utcnow()
+    runners.seen(runner)
     claimed = queue.claim(session, runner, settings.lease_seconds)
     if claimed is None:
         session.commit()
@@ -125,7 +125,7 @@ def extend_lease(
     """Extend the lease of the caller's current attempt (runner)."""
     job = queue.current_attempt(session, job_id, body.attempt_token, runner)
     queue.extend_lease(session, job, settings.lease_seconds)
-    runner.last_seen_at = utcnow()
+    runners.seen(runner)
     public = jobs_public(session, [job])[0]
     session.commit()
     return public

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from service.api.deps import RunnerDep, SessionDep
-from service.models.base import utcnow
 from service.schemas.jobs import RunnerHealth, RunnerPublic, RunnerRegister
+from service.store.jobs import runners
 from service.store.reads import queries
 
 router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
@@ -15,13 +15,7 @@ router = APIRouter(prefix="/api/v1/runners", tags=["runners"])
 @router.post("/register", response_model=RunnerPublic)
 def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> RunnerPublic:
     """Record the runner's host, environment and the labels it reports (runner)."""
-    runner.host = body.host
-    runner.environment = body.environment
-    # Kept apart from the token's labels: a report narrows what the runner claims, never widens.
-    runner.reported_labels = body.labels
-    runner.last_seen_at = utcnow()
-    # An agent registers once its host checks have passed: an earlier fault is over.
-    runner.unhealthy_since, runner.unhealthy_reason = None, ""
+    runners.register(runner, body.host, body.environment, body.labels)
     public = RunnerPublic.of(runner)
     session.commit()
     return public
@@ -30,7 +24,7 @@ def register(body: RunnerRegister, runner: RunnerDep, session: SessionDep) -> Ru
 @router.post("/heartbeat", response_model=RunnerPublic)
 def heartbeat(runner: RunnerDep, session: SessionDep) -> RunnerPublic:
     """Say the runner is alive (runner)."""
-    runner.last_seen_at = utcnow()
+    runners.seen(runner)
     public = RunnerPublic.of(runner)
     session.commit()
     return public
@@ -39,13 +33,7 @@ def heartbeat(runner: RunnerDep, session: SessionDep) -> RunnerPublic:
 @router.post("/health", response_model=RunnerPublic)
 def report_health(body: RunnerHealth, runner: RunnerDep, session: SessionDep) -> RunnerPublic:
     """Say whether the runner's host can run jobs; an unhealthy runner is given none (runner)."""
-    now = utcnow()
-    runner.last_seen_at = now
-    if body.healthy:
-        runner.unhealthy_since, runner.unhealthy_reason = None, ""
-    else:
-        runner.unhealthy_since = runner.unhealthy_since or now
-        runner.unhealthy_reason = body.reason.strip()
+    runners.healthy(runner, body.healthy, body.reason)
     public = RunnerPublic.of(runner)
     session.commit()
     return public

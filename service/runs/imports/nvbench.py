@@ -198,23 +198,23 @@ def _series(
 ) -> ImportedSeries:
     params = _named_values(_list(state, "axis_values", where), f"{where}.axis_values")
     summaries = _summaries(state, where)
-    series = ImportedSeries(workload_name(bench), params, [], unit="us", method="cuda_events")
+    imported = ImportedSeries(workload_name(bench), params, [], unit="us", method="cuda_events")
     skipped = state.get("is_skipped", False)
     if not isinstance(skipped, bool):
         raise ImportFileError(f"{where}.is_skipped: {skipped!r} is not true or false")
     if skipped:
         reason = state.get("skip_reason")
-        series.status, series.error = "skipped", reason if isinstance(reason, str) else ""
+        imported.status, imported.error = "skipped", reason if isinstance(reason, str) else ""
     elif GPU_MEAN not in summaries:
-        series.status = "failed"
-        series.error = f"nvbench recorded no cold GPU time ('{GPU_MEAN}' summary missing)"
+        imported.status = "failed"
+        imported.error = f"nvbench recorded no cold GPU time ('{GPU_MEAN}' summary missing)"
     else:
-        series.samples, series.note = _samples(summaries, files, where)
-        for sample in series.samples:
+        imported.samples, imported.note = _samples(summaries, files, where)
+        for sample in imported.samples:
             if not (math.isfinite(sample) and sample > 0):
                 label = f"{bench} {state.get('name', '')}".strip()
                 raise ImportFileError(f"{where} ({label}): sample {sample!r} us is not > 0")
-    return series
+    return imported
 
 
 def parse(data: bytes, sample_files: Mapping[str, bytes] | None = None) -> ImportedFile:

@@ -112,6 +112,14 @@ def handle(
     )
 
 
+def queue_merge_base_of(session: Session, run_pk: int, max_attempts: int) -> list[int]:
+    """`queue_merge_base` of the stored run `run_pk` (none for a branch's own run)."""
+    run = session.get(Run, run_pk)
+    if run is None or run.pull_request is None:
+        return []
+    return queue_merge_base(session, run, max_attempts)
+
+
 def queue_merge_base(session: Session, run: Run, max_attempts: int) -> list[int]:
     """A PR run's merge base gets a run on the target branch if it has none, done or coming:
     the PR's verdicts compare with it. Job ids queued (none where it is measured already)."""

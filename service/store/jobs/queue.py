@@ -64,6 +64,18 @@ def enqueue(
     return jobs
 
 
+def finished_push_head(
+    session: Session, repository_id: int, sha: str, push_commits: list[str]
+) -> int:
+    """A run job of a push's head recorded as done, as a recording's (the demo's) was: a
+    regression found at the head is bisected over the push's commits; its id."""
+    (job,) = enqueue(session, repository_id=repository_id, sha=sha, branch="main",
+                     label_sets=[{}], max_attempts=1, summary="the head of a push")  # fmt: skip
+    job.payload = {"push_commits": push_commits}
+    job.state, job.finished_at = "succeeded", utcnow()
+    return job.id
+
+
 def job_kind(session: Session, job_id: int) -> str | None:
     """What a job is for ("run", "confirm", "bisect"); None where there is no such job."""
     return session.scalar(select(Job.kind).where(Job.id == job_id))
