@@ -15,14 +15,7 @@ class AdamW(Workload):
 
     name = "adamw"
     kernels = ("adamw_multi",)
-    OPT: ClassVar[dict] = {
-        "lr": 1e-2,
-        "beta1": 0.9,
-        "beta2": 0.999,
-        "eps": 1e-8,
-        "weight_decay": 0.01,
-        "step": 10,
-    }
+    OPT: ClassVar[dict] = reference.ADAMW
 
     def __init__(self, sizes: tuple[int, ...], *, tags: tuple[str, ...] = ()):
         super().__init__(tags=tags, sizes=list(sizes))

@@ -75,6 +75,11 @@ def dropout_mask(shape: tuple[int, ...], p: float, seed: int, xp: Any = np):
     return keep * (1.0 / (1.0 - p))
 
 
+# The optimizer's settings every AdamW workload of the suite steps with (its own and the
+# training step's).
+ADAMW = {"lr": 1e-2, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01, "step": 10}
+
+
 def adamw(p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, step):
     """One AdamW step (torch.optim.AdamW semantics); returns the new (p, m, v)."""
     p = p * (1.0 - lr * weight_decay)

@@ -35,14 +35,7 @@ class TrainStep(Workload):
         *(f"m_{p}" for p in PARAMS),
         *(f"v_{p}" for p in PARAMS),
     )  # fmt: skip
-    OPT: ClassVar[dict] = {
-        "lr": 1e-2,
-        "beta1": 0.9,
-        "beta2": 0.999,
-        "eps": 1e-8,
-        "weight_decay": 0.01,
-        "step": 10,
-    }
+    OPT: ClassVar[dict] = reference.ADAMW
 
     def __init__(
         self,

@@ -1,5 +1,7 @@
 """Rules written once (issue 48): each of these lives in one module, and a second copy of it
-anywhere else in the product fails here, read from the source."""
+anywhere else in the product fails here, read from the source. (Finding nvcc is written twice
+on purpose: by the runner's doctor, and by the default suite, which a user's repository carries
+without the runner: kernels/ imports nothing of ours.)"""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("service", "dashboards", "runner")
+PRODUCT = ("service", "dashboards", "runner", "kernels")
 
 # (what, its one home, a pattern of the source a copy of it would carry)
 RULES = [
@@ -19,6 +21,9 @@ RULES = [
      r"json\.dumps\(params,\s*sort_keys=True"),
     ("the alert states", "service/models/alert.py", r"[\"']suspected[\"'],\s*[\"']open[\"']"),
     ("a pull request's branch", "service/models/pull_request.py", r"[\"']pull/[\"']"),
+    ("the suite's AdamW settings", "kernels/reference.py", r"[\"']beta2[\"']:\s*0\.999"),
+    ("the runner's digest of a key", "runner/profile/launch_key.py",
+     r"sha256\(json\.dumps\(value, sort_keys=True"),
 ]  # fmt: skip
 
 

@@ -91,10 +91,6 @@ def enabled() -> bool:
     return os.environ.get(REUSE_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def tracked_files(worktree: Path) -> dict[str, str]:
     """Path -> git blob id of every file of the commit checked out in `worktree`."""
     out = subprocess.run(["git", "ls-tree", "-r", "-z", "HEAD"], cwd=worktree,
@@ -237,7 +233,7 @@ class ProfileReuse:
         host = {k: environment.get(k) for k in ENVIRONMENT_KEYS}
         host["gpu_uuid"] = (environment.get("gpu") or {}).get("uuid")
         host["python"] = (environment.get("host") or {}).get("python")
-        self.context = _digest({"host": host, "config": config})
+        self.context = launch_key.digest({"host": host, "config": config})
         self.launches = launch_key.LaunchSections(self.root, self.context, commit)
 
     def lookup_launch(self, info: Mapping[str, Any], signature: Any) -> Found | None:
@@ -275,7 +271,7 @@ class ProfileReuse:
         return now == then and python
 
     def _folder(self, info: Mapping[str, Any]) -> Path:
-        return self.root / _digest({"context": self.context, "workload": info})[:40]
+        return self.root / launch_key.digest({"context": self.context, "workload": info})[:40]
 
     def lookup(self, info: Mapping[str, Any]) -> Found | None:
         """The stored section of this workload: whole where its kernels' code is unchanged,
@@ -345,7 +341,7 @@ class ProfileReuse:
             "commit": self.commit,
             "captured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        target = self._folder(info) / f"{_digest({'deps': deps, 'code': code})[:40]}.json"
+        target = self._folder(info) / f"{launch_key.digest({'deps': deps, 'code': code})[:40]}.json"
         launch_key.write_entry(target, entry)
 
     def stamp(
@@ -363,7 +359,7 @@ class ProfileReuse:
             return section
         usable = launch_key.usable(signature)
         if self._code_key is None and not usable:  # one digest of the files for every kernel
-            self._code_key = _digest(self.code_of(None))
+            self._code_key = launch_key.digest(self.code_of(None))
         kernels = []
         for entry in section["kernels"]:
             if usable:
@@ -371,7 +367,7 @@ class ProfileReuse:
                                                      search_name(entry["kernel"]))  # fmt: skip
             else:
                 own = dependencies([entry["kernel"]], self.outputs, self.native)
-                determinants = _digest({"context": self.context, "workload": info,
+                determinants = launch_key.digest({"context": self.context, "workload": info,
                                         "code": self._code_key, "kernel": own})  # fmt: skip
             kernels.append({**entry, "determinants": determinants,
                             "profiled_at": entry.get("profiled_at") or profiled_at})  # fmt: skip

@@ -1,36 +1,22 @@
-"""Summary statistics of timing samples, computed the same way for every result."""
+"""Summary statistics of timing samples, computed the same way for every result (the API's
+Statistics, service.schemas.metrics: one set of fields for both)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Summary:
-    n: int
-    median: float
-    q1: float
-    q3: float
-    min: float
-    max: float
-    mean: float
-    stdev: float
-
-    @property
-    def rel_iqr(self) -> float:
-        return (self.q3 - self.q1) / self.median if self.median else 0.0
+from service.schemas.metrics import Statistics
 
 
-def summarize(samples: np.ndarray) -> Summary:
+def summarize(samples: np.ndarray) -> Statistics:
     if samples.size == 0:
         raise ValueError("no samples to summarize")
     # One sort for the three quartiles: np.percentile's own overhead is most of its cost on
     # the few hundred samples of a result, and a document brings dozens of results.
     ordered = np.sort(samples)
     q1, median, q3 = (_quantile(ordered, q) for q in (0.25, 0.5, 0.75))
-    return Summary(
+    # Built without validation: every field is computed here, and a document brings dozens.
+    return Statistics.model_construct(
         n=int(samples.size),
         median=median,
         q1=q1,
@@ -39,6 +25,7 @@ def summarize(samples: np.ndarray) -> Summary:
         max=float(ordered[-1]),
         mean=float(samples.mean()),
         stdev=float(samples.std(ddof=1)) if samples.size > 1 else 0.0,
+        rel_iqr=(q3 - q1) / median if median else 0.0,
     )
 
 

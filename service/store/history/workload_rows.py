@@ -29,7 +29,8 @@ from service.models import (
 )
 from service.models.base import utcnow
 from service.schemas.document import RunDocument, TimingIn, WorkloadIn, params_key
-from service.store.history.samples import Summary, pack_samples, summarize
+from service.schemas.metrics import Statistics
+from service.store.history.samples import pack_samples, summarize
 
 
 class SummaryMismatch(InvalidDocument):
@@ -42,7 +43,7 @@ class Timed:
 
     index: int
     samples: np.ndarray
-    summary: Summary
+    summary: Statistics
     identity: str
 
 
@@ -62,7 +63,7 @@ def series_identity(
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
 
 
-def _check_runner_summary(where: str, timing: TimingIn, summary: Summary, factor: float) -> None:
+def _check_runner_summary(where: str, timing: TimingIn, summary: Statistics, factor: float) -> None:
     for field in ("n", "median", "q1", "q3", "min", "max", "mean"):
         claimed = getattr(timing, field)
         if claimed is None:
