@@ -45,8 +45,8 @@ def test_every_list_of_verdicts_follows_their_one_order() -> None:
     """The overview, the badges, the commit status and the pull request's comment list
     verdicts worst first, in dashboards.style's order (the status and the comment disagreed)."""
     from dashboards.style import VERDICT_ORDER
-    from service.integrations.github import COUNT_ORDER
-    from service.integrations.github_comments import SHOWN
+    from service.integrations.github.comments import SHOWN
+    from service.integrations.github.statuses import COUNT_ORDER
     from service.models.verdict import VERDICTS
 
     assert set(VERDICT_ORDER) == set(VERDICTS)

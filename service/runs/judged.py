@@ -9,15 +9,15 @@ from __future__ import annotations
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.settings import Settings
-from service.integrations import github, github_comments
+from service.integrations.github import api, comments, statuses
 
 
 def wanted(settings: Settings) -> bool:
     """Whether anything outside hears of judged runs (a GitHub token is set)."""
-    return github.enabled(settings)
+    return api.enabled(settings)
 
 
 def report(factory: sessionmaker[Session], settings: Settings, run_uuid: str) -> None:
     """The commit's status, and a pull request's comment, for a judged run; never raises."""
-    github.report_run(factory, settings, run_uuid)
-    github_comments.report_pull_request(factory, settings, run_uuid)
+    statuses.report_run(factory, settings, run_uuid)
+    comments.report_pull_request(factory, settings, run_uuid)

@@ -17,11 +17,11 @@ import pytest
 from pydantic import BaseModel
 from sqlalchemy import Engine, func, select
 
+from service.integrations.github.events import PushPayload
 from service.models import Run
 from service.schemas.alerts import AlertPatch
 from service.schemas.document import MAX_PARAMS_KEY_BYTES, MAX_TEXT, RunDocument, params_key
 from service.schemas.jobs import AttemptBody, FailureBody, JobCreate, RunnerHealth, RunnerRegister
-from service.store.jobs.deliveries import PushPayload
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, example_document
 from tests.live_server import LiveServer

@@ -18,8 +18,9 @@ from service.api.deps import SessionFactoryDep, SettingsDep
 from service.api.errors import validation_response
 from service.core.errors import InvalidReference, Unprocessable
 from service.core.tokens import same_secret
+from service.integrations.github.events import receive
 from service.schemas.text import may_hold_unstorable, unstorable_number, unstorable_text
-from service.store.jobs.deliveries import record, seen_delivery
+from service.store.jobs.deliveries import seen_delivery
 from service.web.errors import HttpError
 
 router = APIRouter(tags=["webhooks"])
@@ -106,7 +107,7 @@ async def github_webhook(
             raise Unprocessable(f"invalid {x_github_event} payload: {unstorable} cannot be stored")
         try:
             previous = await run_in_threadpool(
-                record, factory, settings, x_github_delivery, x_github_event, payload
+                receive, factory, settings, x_github_delivery, x_github_event, payload
             )
         except ValidationError as exc:
             return validation_response(list(exc.errors()), f"{x_github_event} payload")

@@ -1,115 +1,61 @@
-"""Turning a verified GitHub pull_request event into queued jobs, and a PR's runs into the run of
-its merge base that they are compared with."""
+"""A pull request's rows: the PR as GitHub's events last said (what an event asks for:
+service.integrations.github.events), its head's jobs on the branch pull/<number>, and the run of
+its merge base that its runs are compared with."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.core import clone_urls
-from service.core.settings import Settings
 from service.models import Commit, Job, PullRequest, Repository, Run
 from service.models.base import utcnow
 from service.models.pull_request import pull_branch
-from service.schemas.names import GitBranch, RepositoryName
 from service.store.jobs import queue
 from service.store.upsert import get_or_create
 
-QUEUED_ON = frozenset({"opened", "synchronize", "reopened"})
 LIVE = ("queued", "running")
 
 
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+def pull_request_row(
+    session: Session, repo: Repository, number: int, title: str, head_sha: str, base_ref: str
+) -> PullRequest:
+    """The PR's row (made open where there is none), its title and target as the event says."""
+    row = get_or_create(session, PullRequest, {"repository_id": repo.id, "number": number},
+                        state="open", head_sha=head_sha, base_ref=base_ref,
+                        title=title[:500])  # fmt: skip
+    row.title, row.base_ref, row.updated_at = title[:500], base_ref, utcnow()
+    return row
 
 
-class PullRepository(_Loose):
-    full_name: RepositoryName
-    clone_url: str | None = Field(default=None, max_length=1000, pattern=r"^$|^[^-]")
+def close(session: Session, repo: Repository, row: PullRequest, state: str) -> int:
+    """The PR closed or merged (`state`): what it had queued cancelled; how many."""
+    row.state = state
+    return queue.cancel_queued(session, repository_id=repo.id, branch=pull_branch(row.number),
+                               keep=[], why=f"pull request #{row.number} {state}")  # fmt: skip
 
 
-class PullRef(_Loose):
-    ref: GitBranch
-    sha: str = Field(pattern=r"^[0-9a-f]{40}$")
-
-
-class PullRequestBody(_Loose):
-    number: int = Field(ge=1, le=2**31 - 1)
-    title: str = ""
-    merged: bool = False
-    head: PullRef
-    base: PullRef
-
-
-class PullRequestEvent(_Loose):
-    action: str = Field(max_length=50)
-    number: int = Field(ge=1, le=2**31 - 1)
-    pull_request: PullRequestBody
-    repository: PullRepository
-
-
-def handle(
-    session: Session, settings: Settings, payload: Any, delivery_id: str
-) -> tuple[Literal["queued", "ignored", "done"], str, list[int]]:
-    """(what was done, in words, queued job ids) for one pull_request delivery."""
-    event = PullRequestEvent.model_validate(payload)
-    pr, number = event.pull_request, event.number
-    if event.action not in (*QUEUED_ON, "closed"):
-        return "ignored", f"pull request #{number} {event.action}: nothing to do", []
-    clone_urls.check(event.repository.clone_url, settings)
-    repo = get_or_create(
-        session,
-        Repository,
-        {"name": event.repository.full_name},
-        clone_url=event.repository.clone_url,
-        runner_label_sets=[{}],
-        created_at=utcnow(),
-    )
-    row = get_or_create(
-        session,
-        PullRequest,
-        {"repository_id": repo.id, "number": number},
-        state="open",
-        head_sha=pr.head.sha,
-        base_ref=pr.base.ref,
-        title=pr.title[:500],
-    )
-    row.title, row.base_ref, row.updated_at = pr.title[:500], pr.base.ref, utcnow()
-    branch = pull_branch(number)
-    if event.action == "closed":
-        row.state = "merged" if pr.merged else "closed"
-        cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=[],
-                                        why=f"pull request #{number} {row.state}")  # fmt: skip
-        return (
-            "done",
-            f"pull request #{number} {row.state}: cancelled {cancelled} queued job(s)",
-            [],
-        )
-    row.state, row.head_sha = "open", pr.head.sha
-    jobs = queue.enqueue(
-        session,
-        repository_id=repo.id,
-        sha=pr.head.sha,
-        branch=branch,
-        label_sets=repo.runner_label_sets,
-        max_attempts=settings.max_attempts,
-        delivery_id=delivery_id,
-        summary=f"#{number} {pr.title}",
-    )
+def queue_head(
+    session: Session,
+    repo: Repository,
+    row: PullRequest,
+    head_sha: str,
+    base_sha: str,
+    max_attempts: int,
+    delivery_id: str,
+    summary: str,
+) -> tuple[list[int], int]:
+    """The PR's head queued on its branch (older queued jobs there cancelled): the job ids,
+    how many were cancelled."""
+    row.state, row.head_sha = "open", head_sha
+    branch = pull_branch(row.number)
+    jobs = queue.enqueue(session, repository_id=repo.id, sha=head_sha, branch=branch,
+                         label_sets=repo.runner_label_sets, max_attempts=max_attempts,
+                         delivery_id=delivery_id, summary=summary)  # fmt: skip
     for job in jobs:
-        job.payload = {"pull_request": {"number": number, "base_ref": pr.base.ref,
-                                        "base_sha": pr.base.sha}}  # fmt: skip
+        job.payload = {"pull_request": {"number": row.number, "base_ref": row.base_ref,
+                                        "base_sha": base_sha}}  # fmt: skip
     ids = [j.id for j in jobs]
-    cancelled = queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=ids)
-    note = f"; cancelled {cancelled} older queued job(s)" if cancelled else ""
-    return (
-        "queued",
-        f"queued {len(ids)} job(s) for {repo.name}#{number} {pr.head.sha[:12]}{note}",
-        ids,
-    )
+    return ids, queue.cancel_queued(session, repository_id=repo.id, branch=branch, keep=ids)
 
 
 def queue_merge_base_of(session: Session, run_pk: int, max_attempts: int) -> list[int]:

@@ -1,5 +1,5 @@
 """What the GitHub integration reads to report a run (its commit status, a pull request's
-comment); service.integrations.github and github_comments turn it into words and HTTP."""
+comment); service.integrations.github (statuses.py, comments.py) turns it into words and HTTP."""
 
 from __future__ import annotations
 

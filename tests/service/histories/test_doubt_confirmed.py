@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import Engine
 
 from service.core.settings import Settings
-from service.integrations import github
+from service.integrations.github import api
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.history import LONG, Line
@@ -44,7 +44,7 @@ def fake_github() -> Iterator[FakeGitHub]:
 def live(
     settings: Settings, fake_github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[LiveServer]:
-    monkeypatch.setattr(github, "RETRY_DELAYS", (0.05, 0.05))
+    monkeypatch.setattr(api, "RETRY_DELAYS", (0.05, 0.05))
     deployed = with_github(settings, fake_github)
     with _server(deployed, analyse_in_request=False, analysis_delay_seconds=0.2) as server:
         yield server

@@ -196,10 +196,10 @@ def test_the_prs_status_and_one_comment_updated_in_place(
 ) -> None:
     """Against a local server standing in for GitHub: the head gets a commit status, the PR one
     comment with the regressed series, and the next push's run rewrites that same comment."""
-    from service.integrations import github
+    from service.integrations.github import api
     from tests.service.integrations.test_github_status import FakeGitHub, with_github
 
-    monkeypatch.setattr(github, "RETRY_DELAYS", (0.05,))  # the status's and the comment's
+    monkeypatch.setattr(api, "RETRY_DELAYS", (0.05,))  # the status's and the comment's
     with FakeGitHub() as fake:
         configured = with_github(settings, fake)
         with (

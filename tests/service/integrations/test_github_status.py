@@ -24,7 +24,8 @@ from pydantic import SecretStr
 
 from dashboards.format import series_label
 from service.core.settings import Settings
-from service.integrations import github
+from service.integrations.github import api
+from service.integrations.github import statuses as github
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.documents import post_history as history
@@ -114,7 +115,7 @@ def fake_github() -> Iterator[FakeGitHub]:
 
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(github, "RETRY_DELAYS", (0.05, 0.05))
+    monkeypatch.setattr(api, "RETRY_DELAYS", (0.05, 0.05))
 
 
 def with_github(settings: Settings, fake: FakeGitHub, **overrides: Any) -> Settings:
@@ -273,7 +274,7 @@ def test_the_answer_does_not_wait_for_github(settings: Settings, fake_github: Fa
 def test_a_github_500_is_retried(
     settings: Settings, fake_github: FakeGitHub, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="service.integrations.github")
+    caplog.set_level(logging.INFO, logger="service.integrations.github.statuses")
     fake_github.script = [Answer(500, body={"message": "Server Error"}), Answer(201)]
     with serve(with_github(settings, fake_github)) as client:
         assert client.post("/api/v1/runs", json=document(commit="a")).status_code == 201
@@ -288,7 +289,7 @@ def test_a_github_500_is_retried(
 def test_a_timeout_is_retried(
     settings: Settings, fake_github: FakeGitHub, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="service.integrations.github")
+    caplog.set_level(logging.INFO, logger="service.integrations.github.statuses")
     fake_github.script = [Answer(201, delay=1.5), Answer(201)]
     with serve(with_github(settings, fake_github, github_timeout_seconds=0.3)) as client:
         assert client.post("/api/v1/runs", json=document(commit="a")).status_code == 201
@@ -300,7 +301,7 @@ def test_a_timeout_is_retried(
 def test_persistent_5xx_gives_up_after_three_attempts(
     settings: Settings, fake_github: FakeGitHub, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="service.integrations.github")
+    caplog.set_level(logging.INFO, logger="service.integrations.github.statuses")
     fake_github.script = [Answer(502), Answer(503), Answer(500), Answer(201)]
     with serve(with_github(settings, fake_github)) as client:
         assert client.post("/api/v1/runs", json=document(commit="a")).status_code == 201
@@ -426,7 +427,7 @@ def test_labels_and_the_140_character_limit() -> None:
     assert len(github.cut(long)) == 140
     assert github.cut(long).endswith("…")
     assert github.cut("short") == "short"
-    assert github.is_github_repository("acme/kernels")
-    assert github.is_github_repository("my-org/kernels.cuda")
+    assert api.is_github_repository("acme/kernels")
+    assert api.is_github_repository("my-org/kernels.cuda")
     for name in ("kernels", "acme/kernels/extra", "/kernels", "acme/", "acme/.."):
-        assert not github.is_github_repository(name), name
+        assert not api.is_github_repository(name), name

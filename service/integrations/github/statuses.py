@@ -29,10 +29,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,19 +40,16 @@ from dashboards.style import VERDICT_ORDER
 from service.analysis.work import describe
 from service.core.settings import Settings
 from service.evaluation.verdicts.evaluate import BROKEN_STATES
+from service.integrations.github import api
 from service.models import Run
 from service.store.reads import github_reads, queries
 
 log = logging.getLogger(__name__)
 
-API_VERSION = "2022-11-28"
 MAX_DESCRIPTION = 140
-# Seconds to wait before the second and the third attempt.
-RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
 # The verdicts' order everywhere (worst first: dashboards.style), "more work" beside the broken.
 COUNT_ORDER = (*VERDICT_ORDER[:2], "more work", *VERDICT_ORDER[2:])
 
-_REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 # Statuses of one commit and suite are read and posted one at a time (per process), so that a
 # slower report of an earlier run cannot overwrite the report that already counts a later one.
@@ -77,22 +72,13 @@ class CommitStatus:
         return body
 
 
-def enabled(settings: Settings) -> bool:
-    token = settings.github_token
-    return token is not None and bool(token.get_secret_value().strip())
-
-
-def is_github_repository(name: str) -> bool:
-    return bool(_REPOSITORY.match(name)) and not name.endswith((".git", "/.", "/.."))
-
-
 def report_run(factory: sessionmaker[Session], settings: Settings, run_uuid: str) -> None:
     """Post the status of the commit and suite of a freshly stored run; never raises."""
     try:
         with factory() as session:
             found = queries.run_named(session, run_uuid)
         key = (found[2], found[1], found[0].suite) if found else None
-        if key is None or not is_github_repository(key[0]) or not _SHA.match(key[1]):
+        if key is None or not api.is_github_repository(key[0]) or not _SHA.match(key[1]):
             log.debug("run %s: not a GitHub repository commit; no status posted", run_uuid)
             return
         with _LOCKS[hash(tuple(key)) % len(_LOCKS)]:
@@ -197,74 +183,15 @@ def post_status(
     """POST /repos/{owner}/{repo}/statuses/{sha}; True when GitHub took it."""
     url = f"{settings.github_api_url.rstrip('/')}/repos/{status.repository}/statuses/{status.sha}"
     where = f"status {status.repository}@{status.sha[:12]} {status.context}"
-    answer = github_request(settings, "POST", url, status.payload(), what=where, client=client)
+    answer = api.request(settings, "POST", url, status.payload(), what=where, client=client)
     if answer is None:
-        log.error("GitHub %s: gave up after %d attempts", where, len(RETRY_DELAYS) + 1)
+        log.error("GitHub %s: gave up after %d attempts", where, api.attempts())
         return False
     if answer.is_success:
         log.info("GitHub %s: %s (%s)", where, status.state, answer.status_code)
         return True
     hint = " (check KERNELWATCH_GITHUB_TOKEN: it needs commit-status write access)"
     log.error("GitHub %s: GitHub answered %d %s; status not posted%s", where, answer.status_code,
-              _redact(_github_message(answer), _token(settings)),
+              api.redact(api.message(answer), api.token(settings)),
               hint if answer.status_code in (401, 403, 404) else "")  # fmt: skip
     return False
-
-
-def github_request(
-    settings: Settings,
-    method: str,
-    url: str,
-    payload: dict[str, Any],
-    *,
-    what: str,
-    client: httpx.Client | None = None,
-) -> httpx.Response | None:
-    """One call of GitHub's REST API with the service's token, tried again after each of
-    RETRY_DELAYS on a transport error or a 5xx answer; the last answer (None: none came).
-    `what` names the call in the log, which never shows the token."""
-    token = _token(settings)
-    headers = {"Accept": "application/vnd.github+json", "Authorization": f"Bearer {token}",
-               "X-GitHub-Api-Version": API_VERSION, "User-Agent": "kernelwatch"}  # fmt: skip
-    http = client or httpx.Client(timeout=settings.github_timeout_seconds)
-    answer = None
-    try:
-        for attempt, delay in enumerate((0.0, *RETRY_DELAYS), start=1):
-            time.sleep(delay)
-            try:
-                answer = http.request(method, url, json=payload, headers=headers)
-            except httpx.TimeoutException:
-                log.warning("GitHub %s: timed out (attempt %d)", what, attempt)
-                continue
-            except httpx.TransportError as exc:
-                log.warning("GitHub %s: %s (attempt %d)", what, _redact(exc, token), attempt)
-                continue
-            if answer.status_code < 500 or attempt == len(RETRY_DELAYS) + 1:
-                return answer
-            message = _redact(_github_message(answer), token)
-            log.warning("GitHub %s: GitHub answered %d %s (attempt %d); retrying", what,
-                        answer.status_code, message, attempt)  # fmt: skip
-        return answer
-    finally:
-        if client is None:
-            http.close()
-
-
-def _token(settings: Settings) -> str:
-    assert settings.github_token is not None
-    return settings.github_token.get_secret_value().strip()
-
-
-def _github_message(answer: httpx.Response) -> str:
-    try:
-        body = answer.json()
-    except ValueError:
-        return answer.reason_phrase
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return f"{answer.reason_phrase}: {body['message'][:200]}"
-    return answer.reason_phrase
-
-
-def _redact(value: object, token: str) -> str:
-    text = str(value)
-    return text.replace(token, "***") if token else text

@@ -12,13 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
 from service.core.settings import Settings
-from service.integrations.github import (
-    _github_message,
-    _redact,
-    _token,
-    github_request,
-    is_github_repository,
-)
+from service.integrations.github import api
 from service.models import Run
 from service.models.pull_request import pull_branch
 from service.store.reads import github_reads
@@ -76,7 +70,7 @@ def report_pull_request(
     try:
         with factory() as session:
             row = github_reads.pull_request_run(session, run_uuid)
-            if row is None or not is_github_repository(row[1]):
+            if row is None or not api.is_github_repository(row[1]):
                 return
             run, repository, pr, head = row
             if head is None or head.sha != pr.head_sha:
@@ -117,9 +111,9 @@ def _send(
     settings: Settings, method: str, url: str, body: str, client: httpx.Client | None
 ) -> httpx.Response | None:
     """One request (github_request's retries); the last answer, or None."""
-    answer = github_request(settings, method, url, {"body": body}, what=f"comment {method} {url}",
+    answer = api.request(settings, method, url, {"body": body}, what=f"comment {method} {url}",
                             client=client)  # fmt: skip
     if answer is not None and not answer.is_success and answer.status_code != 404:
         log.error("GitHub comment %s %s: %d %s", method, url, answer.status_code,
-                  _redact(_github_message(answer), _token(settings)))  # fmt: skip
+                  api.redact(api.message(answer), api.token(settings)))  # fmt: skip
     return answer
