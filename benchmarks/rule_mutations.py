@@ -490,6 +490,36 @@ MUTATIONS = [
         "moved_set = None",
         "tests/service/evaluation/alerts/test_lifecycle.py::test_a_graph_break_is_named_first_in_the_alert",
     ),
+    # Issue 49: nothing stored other than it was sent.
+    (
+        "a kernel named twice in a run's build, ncu captures or timeline is a 422",
+        "service/schemas/document.py",
+        "        if item.kernel in seen:",
+        "        if False:",
+        "tests/service/schemas/test_duplicates.py",
+    ),
+    (
+        "a runner's environment nested too deep is a 422, not a 500",
+        "service/schemas/jobs.py",
+        "            if depth > MAX_ENVIRONMENT_DEPTH:",
+        "            if False:",
+        "tests/service/schemas/test_duplicates.py::test_a_runners_environment_nested_hundreds_deep_"
+        "is_422",
+    ),
+    (
+        "a repository name has no segment '.' or '..'",
+        "service/schemas/names.py",
+        'if any(segment in (".", "..") for segment in name.split("/")):',
+        "if False:",
+        "tests/service/schemas/test_names.py",
+    ),
+    (
+        "a push to a branch no result document could carry is refused",
+        "service/integrations/github/events.py",
+        "if (why := branch_refusal(branch)) is not None:",
+        "if False:",
+        "tests/service/schemas/test_names.py",
+    ),
     # Issue 46 item 2: a redefined workload in a push is bisected by whichever definition.
     (
         "a bisection measures each commit under whichever definition it carries",

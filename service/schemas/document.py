@@ -155,6 +155,17 @@ class EnvironmentIn(BaseModel):
     ecc_enabled: bool | None = None
 
 
+def _unique(items: list[Any], what: str) -> list[Any]:
+    """`items` (each with a `kernel`) naming each kernel once: a second entry of the same kernel
+    would be stored as another row, or fail the store's unique key."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.kernel in seen:
+            raise ValueError(f"[{i}]: kernel {item.kernel[:200]!r} is named twice in {what}")
+        seen.add(item.kernel)
+    return items
+
+
 class BuildKernelIn(Strict):
     kernel: KernelName
     arch: Tag = ""
@@ -170,6 +181,11 @@ class BuildIn(Strict):
     seconds: NonNegative | None = None
     log_tail: LongText = ""
     kernels: list[BuildKernelIn] = Field(default_factory=list, max_length=10_000)
+
+    @field_validator("kernels")
+    @classmethod
+    def _each_kernel_once(cls, kernels: list[BuildKernelIn]) -> list[BuildKernelIn]:
+        return _unique(kernels, "build.kernels")
 
 
 class CorrectnessIn(Strict):
@@ -247,6 +263,11 @@ class TimelineIn(Strict):
     reason: LongText = ""
     kernels: list[TimelineKernelIn] = Field(max_length=10_000)
 
+    @field_validator("kernels")
+    @classmethod
+    def _each_kernel_once(cls, kernels: list[TimelineKernelIn]) -> list[TimelineKernelIn]:
+        return _unique(kernels, "the timeline")
+
 
 class NcuValueIn(Strict):
     value: float
@@ -291,6 +312,11 @@ class NcuIn(Strict):
     status: Literal["ok", "unavailable", "failed"]
     reason: LongText = ""
     kernels: list[NcuKernelIn] = Field(default_factory=list, max_length=10_000)
+
+    @field_validator("kernels")
+    @classmethod
+    def _each_kernel_once(cls, kernels: list[NcuKernelIn]) -> list[NcuKernelIn]:
+        return _unique(kernels, "ncu.kernels")
 
 
 class WorkloadIn(Strict):

@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    field_validator,
     model_validator,
 )
 
@@ -125,12 +126,30 @@ class FailureBody(AttemptBody):
     retry: bool = Field(False, description="requeue if attempts remain (e.g. an infra failure)")
 
 
+MAX_ENVIRONMENT_DEPTH = 16
+
+
 class RunnerRegister(StorableText):
     model_config = ConfigDict(extra="forbid")
 
     host: Annotated[str, StringConstraints(max_length=300)] = ""
     labels: Labels = Field(default_factory=dict)
     environment: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("environment")
+    @classmethod
+    def _not_too_deep(cls, environment: dict[str, Any]) -> dict[str, Any]:
+        # What a runner reports of its host is a few levels deep; a JSON column's writer
+        # recurses, and a body nested hundreds deep once failed it with a 500.
+        stack: list[tuple[Any, int]] = [(environment, 1)]
+        while stack:
+            node, depth = stack.pop()
+            if depth > MAX_ENVIRONMENT_DEPTH:
+                raise ValueError(f"nests deeper than {MAX_ENVIRONMENT_DEPTH} levels")
+            children = node.values() if isinstance(node, dict) else node
+            if isinstance(node, dict | list):
+                stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+        return environment
 
 
 class RunnerHealth(StorableText):
