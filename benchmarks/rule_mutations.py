@@ -496,14 +496,38 @@ MUTATIONS = [
         "service/schemas/document.py",
         "        if item.kernel in seen:",
         "        if False:",
-        "tests/service/schemas/test_duplicates.py",
+        "tests/service/schemas/test_stored_as_sent.py",
+    ),
+    (
+        "an integer beyond 64 bits in a document is a 422, not another number",
+        "service/api/body.py",
+        "if _LONG_INTEGER.search(body) and (wide := unstorable_number(parse_json(body))):",
+        "if False:",
+        "tests/service/schemas/test_stored_as_sent.py::test_an_integer_beyond_64_bits_is_422_not_"
+        "another_number",
+    ),
+    (
+        "a sample that underflows to zero in microseconds is a 422",
+        "service/store/history/workload_rows.py",
+        "        if (samples <= 0).any():",
+        "        if False:",
+        "tests/service/schemas/test_stored_as_sent.py::test_a_sample_that_underflows_to_zero_in_"
+        "microseconds_is_422",
+    ),
+    (
+        "NaN in a request body is a 422, not stored as null",
+        "service/schemas/text.py",
+        "        if found := non_finite(data):",
+        "        if found := None:",
+        "tests/service/schemas/test_stored_as_sent.py::test_a_runners_environment_holding_nan_is_"
+        "422_not_null",
     ),
     (
         "a runner's environment nested too deep is a 422, not a 500",
         "service/schemas/jobs.py",
         "            if depth > MAX_ENVIRONMENT_DEPTH:",
         "            if False:",
-        "tests/service/schemas/test_duplicates.py::test_a_runners_environment_nested_hundreds_deep_"
+        "tests/service/schemas/test_stored_as_sent.py::test_a_runners_environment_nested_hundreds_deep_"
         "is_422",
     ),
     (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -138,6 +139,10 @@ def check_depth(value: Any, what: str, limit: int = MAX_DEPTH) -> None:
             )
 
 
+# An integer literal of 19 digits or more (2**63 has 19): it may be beyond 64 bits.
+_LONG_INTEGER = re.compile(rb"(?<![\w.])-?\d{19,}(?![\d.eE])")
+
+
 def parse_document(body: bytes) -> tuple[Any, str]:
     """The parsed document and its digest, or a 422 that says what cannot be stored.
 
@@ -158,6 +163,10 @@ def parse_document(body: bytes) -> tuple[Any, str]:
             raise Unprocessable(f"invalid document: {wide} cannot be stored") from None
     else:
         check_depth(raw, "the body")
+        # orjson reads an integer beyond 64 bits as a float: 2**80 would be stored as another
+        # number. Where the body may hold one, the json module reads it exactly, to refuse it.
+        if _LONG_INTEGER.search(body) and (wide := unstorable_number(parse_json(body))):
+            raise Unprocessable(f"invalid document: {wide} cannot be stored")
     unstorable = unstorable_text(raw) if may_hold_unstorable(body) else None
     if unstorable:
         raise Unprocessable(f"invalid document: {unstorable} cannot be stored")

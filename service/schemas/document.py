@@ -8,7 +8,6 @@ refuses NaN and infinities.
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -27,6 +26,7 @@ from pydantic import (
 from service.core.units import TIME_UNITS, is_known_unit
 from service.models.pull_request import pull_branch
 from service.schemas.names import GitBranch, RepositoryName
+from service.schemas.text import non_finite
 
 SCHEMA_VERSION = 1
 MAX_SAMPLES_PER_TIMING = 100_000
@@ -427,18 +427,9 @@ def params_key(params: dict[str, Any]) -> str:
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
-def find_non_finite(value: Any, path: str = "") -> str | None:
-    """The JSON path of the first NaN or infinity in a parsed document, if any."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path or "$"
-    if isinstance(value, dict):
-        items = ((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub_path, sub in items:
-        found = find_non_finite(sub, sub_path)
-        if found:
-            return found
-    return None
+def find_non_finite(value: Any) -> str | None:
+    """The JSON path of the first NaN or infinity in a parsed document, if any (`$` its root)."""
+    found = non_finite(value)
+    if found is None or found == "$":
+        return found
+    return found[2:] if found.startswith("$.") else found[1:]

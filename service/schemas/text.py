@@ -9,6 +9,7 @@ database.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -55,6 +56,22 @@ def unstorable_number(value: Any, path: str = "$") -> str | None:
     return None
 
 
+def non_finite(value: Any, path: str = "$") -> str | None:
+    """Where the first NaN or infinity is in parsed JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, dict):
+        items = ((f"{path}.{k}", v) for k, v in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    for sub_path, sub in items:
+        if found := non_finite(sub, sub_path):
+            return found
+    return None
+
+
 def unstorable_text(value: Any, path: str = "$") -> str | None:
     """Where the first key or string that cannot be stored is in parsed JSON, and why."""
     if isinstance(value, str):
@@ -83,4 +100,6 @@ class StorableText(BaseModel):
             raise ValueError(f"cannot be stored: {found}")
         if found := unstorable_number(data):
             raise ValueError(f"cannot be stored: {found}")
+        if found := non_finite(data):  # the JSON columns' writer would store null
+            raise ValueError(f"cannot be stored: {found}: NaN and infinities are no values")
         return data

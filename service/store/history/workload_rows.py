@@ -94,6 +94,11 @@ def summarize_timings(doc: RunDocument, repository_id: int) -> list[Timed]:
                 f"workloads[{index}].timing.processes: a sample in {w.timing.unit} overflows "
                 "to infinity in microseconds"
             )
+        if (samples <= 0).any():  # 5e-324 ns is 0 us: it would be stored as what it is not
+            raise InvalidDocument(
+                f"workloads[{index}].timing.processes: a sample in {w.timing.unit} underflows "
+                "to zero in microseconds"
+            )
         with np.errstate(over="ignore", invalid="ignore"):  # refused below, named
             summary = summarize(samples)
         if not all(math.isfinite(v) for v in vars(summary).values()):
