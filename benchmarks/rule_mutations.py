@@ -523,6 +523,30 @@ MUTATIONS = [
         "422_not_null",
     ),
     (
+        "a route whose body is a few fields takes kilobytes (413, unread)",
+        "service/api/app.py",
+        "    app.add_middleware(SmallBodies)\n",
+        "",
+        "tests/service/api/test_small_bodies.py::test_a_registration_larger_than_its_route_takes_"
+        "is_413_unread",
+    ),
+    (
+        "a body's deadline is bounded whatever its declared length",
+        "service/web/connections.py",
+        "    return min(wanted, _number(BODY_DEADLINE_ENV, BODY_DEADLINE_SECONDS))",
+        "    return wanted",
+        "tests/service/api/test_small_bodies.py::test_a_body_deadline_is_bounded_whatever_its_"
+        "declared_length",
+    ),
+    (
+        "a request answered before its body is in has its connection closed at once",
+        "service/web/connections.py",
+        "        if self._waiting_for_request and not self.transport.is_closing():",
+        "        if False:",
+        "tests/service/api/test_small_bodies.py::test_a_request_refused_before_its_body_is_in_"
+        "has_its_connection_closed",
+    ),
+    (
         "a runner's environment nested too deep is a 422, not a 500",
         "service/schemas/jobs.py",
         "            if depth > MAX_ENVIRONMENT_DEPTH:",

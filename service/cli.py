@@ -30,6 +30,7 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     os.environ[connections.IDLE_ENV] = str(settings.idle_timeout_seconds)
     os.environ[connections.HEADER_ENV] = str(settings.header_timeout_seconds)
     os.environ[connections.BODY_RATE_ENV] = str(settings.body_min_bytes_per_second)
+    os.environ[connections.BODY_DEADLINE_ENV] = str(settings.body_deadline_seconds)
     os.environ[connections.MAX_BODY_ENV] = str(settings.max_body_bytes)
     level = settings.log_level.lower()
     if args.workers > 1:

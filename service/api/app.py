@@ -29,6 +29,7 @@ from service.api.routes import (
     series,
     webhooks,
 )
+from service.api.small_bodies import SmallBodies
 from service.core.db import engine_for, health_engine, session_factory
 from service.core.migrate import head_revision, upgrade
 from service.core.runtime import tune_garbage_collector
@@ -96,6 +97,7 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
     app.state.analysis = analysis
     install_error_handlers(app)
     app.add_middleware(RefuseNulInUrl)
+    app.add_middleware(SmallBodies)
     app.add_middleware(ReadAccess, settings=settings)
     app.add_middleware(HttpMetrics)  # outermost: it counts the 401s and 400s of the others too
     routers = (

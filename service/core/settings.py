@@ -67,6 +67,9 @@ class Settings(BaseSettings):
         description="a body must arrive within the header timeout plus its length at this rate "
         "(else 408)",
     )
+    body_deadline_seconds: float = Field(
+        default=60.0, gt=0, description="a body's deadline, whatever its declared length (408)"
+    )
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     webhook_max_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
     clone_url_schemes: Annotated[list[str], NoDecode] = Field(

@@ -22,10 +22,12 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 IDLE_ENV = "KERNELWATCH_IDLE_TIMEOUT_SECONDS"  # Settings.idle_timeout_seconds
 HEADER_ENV = "KERNELWATCH_HEADER_TIMEOUT_SECONDS"  # Settings.header_timeout_seconds
 BODY_RATE_ENV = "KERNELWATCH_BODY_MIN_BYTES_PER_SECOND"  # Settings.body_min_bytes_per_second
+BODY_DEADLINE_ENV = "KERNELWATCH_BODY_DEADLINE_SECONDS"  # Settings.body_deadline_seconds
 MAX_BODY_ENV = "KERNELWATCH_MAX_BODY_BYTES"  # Settings.max_body_bytes
 IDLE_SECONDS = 30.0
 HEADER_SECONDS = 10.0
 BODY_MIN_RATE = 64 * 1024.0
+BODY_DEADLINE_SECONDS = 60.0  # whatever a body's declared length: 32 MiB at 10 B/s held 522 s
 MAX_BODY_BYTES = 32 * 1024 * 1024
 PROTOCOL = "service.web.connections:IdleClosingProtocol"  # uvicorn's `http=`, for every worker
 TIMED_OUT = (
@@ -46,10 +48,12 @@ def idle_seconds() -> float:
 
 
 def body_seconds(length: int | None) -> float:
-    """How long a body of `length` bytes may take to arrive (None: of the longest allowed)."""
+    """How long a body of `length` bytes may take to arrive (None: of the longest allowed), and
+    never longer than the body deadline."""
     size = length if length is not None else _number(MAX_BODY_ENV, MAX_BODY_BYTES)
     rate = max(_number(BODY_RATE_ENV, BODY_MIN_RATE), 1.0)
-    return _number(HEADER_ENV, HEADER_SECONDS) + size / rate
+    wanted = _number(HEADER_ENV, HEADER_SECONDS) + size / rate
+    return min(wanted, _number(BODY_DEADLINE_ENV, BODY_DEADLINE_SECONDS))
 
 
 class IdleClosingProtocol(HttpToolsProtocol):
@@ -90,6 +94,16 @@ class IdleClosingProtocol(HttpToolsProtocol):
         self._disarm()
         self._clear_deadline()
         super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        if self._waiting_for_request and not self.transport.is_closing():
+            # Answered (a 401, a 413) before its body was in: the rest of the body would only
+            # hold the connection. Closed at once, the answer written first.
+            self._disarm()
+            self._clear_deadline()
+            self.transport.close()
+            return
+        super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()

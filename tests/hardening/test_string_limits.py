@@ -103,7 +103,8 @@ def put(node: Any, parts: list[str], make: Any) -> None:
             return
         assert node, f"the base document has no element at {parts}"
         for i, element in enumerate(node):
-            put(element, rest, lambda _, i=i: make(i))
+            # Each element's strings its own (a kernel named twice in a list is refused).
+            put(element, rest, lambda j, i=i: make(i * 1000 + j))
     elif head == "{key}":
         assert node, f"the base document has no entry at {parts}"
         node[make(0)] = copy.deepcopy(next(iter(node.values())))
