@@ -7,6 +7,7 @@ import time
 from fastapi import APIRouter, BackgroundTasks, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from service.api.body import parse_document, read_body, require_json
 from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
@@ -47,7 +48,8 @@ async def post_run(
     started = time.perf_counter()
     require_json(request, "the result document")
     body = await read_body(request, settings.max_body_bytes)
-    raw, digest = parse_document(body)
+    # Off the event loop: a document of tens of megabytes holds no other request while parsed.
+    raw, digest = await run_in_threadpool(parse_document, body)
     runner_id = None
     if not caller.admin:
         assert caller.runner_id is not None
