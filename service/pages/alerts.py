@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from service.evaluation.alerts.groups import alert_groups
-from service.models.alert import ACTIVE_STATES, AlertState
+from service.models.alert import ACTIVE_STATES, ALERT_STATES
 from service.pages.render import html_page, json_twin
 from service.store.alerts.rows import alerts_public
 from service.store.reads import dashboard_reads as store
@@ -19,7 +19,8 @@ from service.web.deps import SessionDep
 
 router = APIRouter(tags=["pages"])
 # The alert states (the API's) and "all": anything else is a 422, on a page as on its twin.
-PageAlertState = Literal["all"] | AlertState
+# (A Literal of the states with "all" first, not a union: the page lists its arguments.)
+PageAlertState = Literal[("all", *ALERT_STATES)]  # type: ignore[valid-type]
 AlertStates = Query([], description="repeatable; default: suspected, open, acknowledged; all")
 
 

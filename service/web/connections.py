@@ -15,6 +15,7 @@ deadline the client gets 408 and the connection is closed.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -30,6 +31,12 @@ BODY_MIN_RATE = 64 * 1024.0
 BODY_DEADLINE_SECONDS = 60.0  # whatever a body's declared length: 32 MiB at 10 B/s held 522 s
 MAX_BODY_BYTES = 32 * 1024 * 1024
 PROTOCOL = "service.web.connections:IdleClosingProtocol"  # uvicorn's `http=`, for every worker
+MAX_URL_BYTES = 8 * 1024  # nginx's default large_client_header_buffers line
+MAX_HEAD_BYTES = 64 * 1024  # all of a request's headers together
+REFUSED = (
+    b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
 TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
@@ -74,10 +81,34 @@ class IdleClosingProtocol(HttpToolsProtocol):
         super().data_received(data)
 
     def on_message_begin(self) -> None:
+        self._head_bytes = 0
+        self._refusal: tuple[int, bytes, str] | None = None
         self._waiting_for_request = True
         self._arm()
         self._set_deadline(_number(HEADER_ENV, HEADER_SECONDS), "the request's headers")
         super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if len(self.url) > MAX_URL_BYTES:  # raised through the parser: send_400_response
+            self._refusal = (414, b"URI Too Long", f"the URL is over {MAX_URL_BYTES} bytes")
+            raise ValueError(self._refusal[2])
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_bytes += len(name) + len(value)
+        if self._head_bytes > MAX_HEAD_BYTES:  # a single 16 MB header was taken whole
+            self._refusal = (431, b"Request Header Fields Too Large",
+                             f"the request's headers are over {MAX_HEAD_BYTES} bytes")  # fmt: skip
+            raise ValueError(self._refusal[2])
+        super().on_header(name, value)
+
+    def send_400_response(self, msg: str) -> None:
+        """uvicorn's answer to what its parser refused, as JSON like every other error (it was
+        text/plain), with the status the refusal has."""
+        status, reason, detail = getattr(self, "_refusal", None) or (400, b"Bad Request", msg)
+        body = json.dumps({"detail": detail}).encode()
+        self.transport.write(REFUSED % (status, reason, len(body), body))
+        self.transport.close()
 
     def on_headers_complete(self) -> None:
         length = next((v for k, v in self.headers if k == b"content-length"), None)

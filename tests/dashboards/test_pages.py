@@ -296,6 +296,11 @@ def test_alerts_page_lists_and_triage_goes_through_the_api(
     assert alert["state"] == "suspected" and "train_step" in alert["summary"]
     page = anonymous.get("/alerts").text
     assert f'id="alert-{alert["id"]}"' in page and 'class="triage"' in page
+    # The state filter offers "all" and every state by name, the active ones chosen.
+    offered = [o.split(">")[-1] for o in page.split("</option>")[:7]]
+    assert offered == ["all", "suspected", "open", "acknowledged", "fixed", "invalid",
+                       "dismissed"]  # fmt: skip
+    assert "<option selected>open</option>" in page
     with engine.begin() as conn:  # as if the confirmation had reproduced it
         conn.execute(update(Alert).values(state="open"))
     assert (
