@@ -137,7 +137,7 @@ SHA = "a" * 40
         (["enqueue", "--repo", "bad repo", "--sha", SHA, "--clone-url", "https://x/y.git"],
          "--repo: String should match pattern"),
         (["enqueue", "--repo", "acme/k", "--sha", SHA, "--branch", ""],
-         "--branch: String should have at least 1 character"),
+         "--branch: Value error, '' is not a valid git branch name"),
         (["enqueue", "--repo", "acme/k", "--sha", SHA, "--labels", "nokey"],
          "label 'nokey' is not key=value"),
         (["repo", "runner-labels", "acme/k", "--clone-url=-x"],

@@ -15,7 +15,7 @@ from benchmarks.cause_gpu import COMMITS, EXPECTED, render, rows
 from tests.conftest import ADMIN_TOKEN
 from tests.live_server import LiveServer
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "causes_h100"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "causes_h100"
 
 
 def judged(admin: httpx.Client, sha: str) -> None:
