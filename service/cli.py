@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import socket
 import sys
 import tempfile
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from sqlalchemy.exc import OperationalError
 
 from service import cli_admin, cli_import
@@ -154,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = Settings()
+    except SettingsError as exc:
+        # A list setting that is not JSON (pydantic-settings parses it before any validator).
+        field = re.search(r'field "(\w+)"', str(exc))
+        name = f"KERNELWATCH_{field.group(1).upper()}" if field else "a KERNELWATCH_ setting"
+        given = os.environ.get(name, "")[:80]
+        print(f"kernelwatch: {name}: {given!r} is not JSON (a list is written as JSON: "
+              '["main", "release"], [{"name": ..., "url": ...}])', file=sys.stderr)  # fmt: skip
+        return 2
     except ValidationError as exc:
         wrong = "; ".join(
             f"KERNELWATCH_{str(e['loc'][0]).upper()}: {e['msg'].removeprefix('Value error, ')}"

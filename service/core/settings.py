@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AnyHttpUrl, BaseModel, Field, SecretStr, field_validator
+from pydantic import AfterValidator, AnyHttpUrl, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -25,6 +25,13 @@ class WebhookTarget(BaseModel):
     def _http_url(cls, url: SecretStr) -> SecretStr:
         AnyHttpUrl(url.get_secret_value())  # refuses what is not an http(s) URL
         return url
+
+
+def _log_level(value: str) -> str:
+    """One of the logging module's levels, in any case (INFO, debug, ...)."""
+    if value.upper() not in ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG"):
+        raise ValueError(f"{value!r} is none of CRITICAL, ERROR, WARNING, INFO, DEBUG")
+    return value.upper()
 
 
 class Settings(BaseSettings):
@@ -106,7 +113,7 @@ class Settings(BaseSettings):
         description="how often the analysis backlog is checked for runs that other service "
         "processes stored; 0 disables the worker",
     )
-    log_level: str = "INFO"
+    log_level: Annotated[str, AfterValidator(_log_level)] = "INFO"
     github_token: SecretStr | None = Field(
         default=None, description="token with commit-status write access; unset: no statuses"
     )

@@ -89,3 +89,30 @@ def test_admin_commands_print_no_migration_lines(
     out, err = capsys.readouterr()
     assert "Running upgrade" not in err + caplog.text, caplog.text[:500]
     assert out.startswith("kwr_") and "queued job(s) 1" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        (
+            "KERNELWATCH_NOTIFY_WEBHOOKS",
+            "[oops",
+            "KERNELWATCH_NOTIFY_WEBHOOKS: '[oops' is not JSON",
+        ),
+        ("KERNELWATCH_NOTIFY_BRANCHES", "main", "KERNELWATCH_NOTIFY_BRANCHES: 'main' is not JSON"),
+        ("KERNELWATCH_LOG_LEVEL", "LOUD", "KERNELWATCH_LOG_LEVEL: 'LOUD' is none of CRITICAL"),
+        ("KERNELWATCH_LEASE_SECONDS", "abc", "KERNELWATCH_LEASE_SECONDS: Input should be"),
+    ],
+)
+def test_a_setting_it_cannot_use_is_named_in_one_line(
+    name: str,
+    value: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 50: a list setting that is no JSON and an unknown log level were tracebacks."""
+    monkeypatch.setenv(name, value)
+    assert kernelwatch(["db", "upgrade"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert said in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
