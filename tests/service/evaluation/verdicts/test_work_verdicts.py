@@ -266,5 +266,6 @@ def test_runs_of_identical_code_give_no_notice_and_half_a_percent_more_instructi
         assert "a profile the runner reused" in learning[L2_READ]["note"].lower()
         assert "KERNELWATCH_NCU_REUSE=0" in learning[L2_READ]["note"]
         page = admin.get(f"/commits/{sha_for('c2')}").text
-        assert "L2 sectors read by the SMs" in page and "KERNELWATCH_NCU_REUSE=0" in page
+        said = page.split('class="muted work-learning">', 1)[1].split("</p>", 1)[0]
+        assert said.startswith("L2 sectors read by the SMs") and "KERNELWATCH_NCU_REUSE=0" in said
         assert early["verdict_counts"] == {"unchanged": 1}
