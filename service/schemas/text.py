@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, model_validator
@@ -38,38 +39,40 @@ def _unstorable(text: str) -> str | None:
 SMALLEST_INTEGER, LARGEST_INTEGER = -(1 << 63), (1 << 64) - 1
 
 
-def unstorable_number(value: Any, path: str = "$") -> str | None:
-    """Where the first integer beyond 64 bits is in parsed JSON, and how long it is."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
-            return None
-        return f"{path}: an integer beyond 64 bits ({len(str(abs(value)))} digits)"
+def _first(value: Any, path: str, said: Callable[[Any, str], str | None]) -> str | None:
+    """What `said` says of the first leaf of parsed JSON it has something to say of."""
     if isinstance(value, dict):
-        items = ((f"{path}.{k}", v) for k, v in value.items())
+        items: Iterable[tuple[str, Any]] = ((f"{path}.{k}", v) for k, v in value.items())
     elif isinstance(value, list):
         items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
     else:
-        return None
+        return said(value, path)
     for sub_path, sub in items:
-        if found := unstorable_number(sub, sub_path):
+        if found := _first(sub, sub_path, said):
             return found
     return None
+
+
+def _wide(value: Any, path: str) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if SMALLEST_INTEGER <= value <= LARGEST_INTEGER:
+        return None
+    return f"{path}: an integer beyond 64 bits ({len(str(abs(value)))} digits)"
+
+
+def unstorable_number(value: Any, path: str = "$") -> str | None:
+    """Where the first integer beyond 64 bits is in parsed JSON, and how long it is."""
+    return _first(value, path, _wide)
+
+
+def _nan(value: Any, path: str) -> str | None:
+    return path if isinstance(value, float) and not math.isfinite(value) else None
 
 
 def non_finite(value: Any, path: str = "$") -> str | None:
     """Where the first NaN or infinity is in parsed JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path
-    if isinstance(value, dict):
-        items = ((f"{path}.{k}", v) for k, v in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{i}]", v) for i, v in enumerate(value))
-    else:
-        return None
-    for sub_path, sub in items:
-        if found := non_finite(sub, sub_path):
-            return found
-    return None
+    return _first(value, path, _nan)
 
 
 def unstorable_text(value: Any, path: str = "$") -> str | None:
