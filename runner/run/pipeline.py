@@ -50,7 +50,8 @@ from typing import Any
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
-from runner.run import report, wandering
+from runner.run import paired, report, wandering
+from runner.run.base_side import Side, side_document
 from runner.suite.build import build_env, run_build
 from runner.suite.checkout import CheckoutError, Checkouts, _git
 from runner.suite.load import Suite, load_suite
@@ -141,6 +142,7 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
     progress.stage("checkout")
     worktree, commit = checkouts.worktree(request.source, request.rev, f"run-{run_id}")
     clone = checkouts.clone_for(request.source)
+    base: paired.BaseCommit | None = None
     try:
         branch = request.branch or _branch_of(clone, commit.sha)
         log(f"checked out {commit.sha[:12]} ({branch}) in {worktree}")
@@ -149,17 +151,22 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
             log(f"pull request #{pull['number']}: merge base with {pull['base_ref']} is "
                 f"{(pull['merge_base'] or 'unknown')[:12]}")  # fmt: skip
         suite = load_suite(worktree)
+        base_sha = paired.base_revision(commit, pull) if paired.enabled() else None
+        if base_sha is not None:  # checked out and built only if a launch is in doubt
+            base = paired.BaseCommit(checkouts, request.source, base_sha, request.cache_dir,
+                                     check_processes)  # fmt: skip
         with tempfile.TemporaryDirectory(prefix="kw-build-") as build_dir:
-            records, build, env = _measure(
-                suite, Path(build_dir), request, progress, log, check_stop, commit.sha
+            records, build, env, against = _measure(
+                suite, Path(build_dir), request, progress, log, check_stop, commit.sha, base
             )
+        repository = {
+            "name": request.repository or repository_name(request.source),
+            "url": request.source if "://" in request.source else None,
+        }
         document = report.document(
             run_id=run_id,
             suite=suite.name,
-            repository={
-                "name": request.repository or repository_name(request.source),
-                "url": request.source if "://" in request.source else None,
-            },
+            repository=repository,
             branch=branch,
             commit=commit,
             runner=request.runner,
@@ -174,7 +181,16 @@ def execute(request: RunRequest, progress: Progress | None = None) -> dict[str, 
         )
         if pull:
             document["pull_request"] = pull
+        if against is not None:
+            side, ids = against
+            document["paired_base"] = side_document(
+                side, repository=repository, branch=branch, runner=request.runner,
+                started=started, records=ids,
+                log_tail=f"base of run {run_id}: its doubtful launches timed interleaved, A B A B",
+            )  # fmt: skip
     finally:
+        if base is not None:
+            base.close()
         checkouts.remove(clone, worktree)
     return document
 
@@ -187,18 +203,20 @@ def _measure(
     log: Callable[[str], None],
     check_stop: Callable[[], None],
     commit: str,
+    base: paired.BaseCommit | None = None,
 ):
     # The build folder of this run, and a folder kept between runs for what builds may reuse.
     env = build_env(build_dir, request.cache_dir)
     progress.stage("build")
     with WarmWorkers(suite, warm_plan(suite), env) as warm:  # they start while the build runs
         return _build_and_measure(suite, build_dir, request, progress, log, check_stop,
-                                  commit, env, warm)  # fmt: skip
+                                  commit, env, warm, base)  # fmt: skip
 
 
 def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progress: Progress,
                        log: Callable[[str], None], check_stop: Callable[[], None], commit: str,
-                       env: dict[str, str], warm: WarmWorkers):  # fmt: skip
+                       env: dict[str, str], warm: WarmWorkers,
+                       base: paired.BaseCommit | None):  # fmt: skip
     def describe() -> tuple[Any, dict[str, Any]]:  # needs no build: runs beside it
         listing = run_phase(suite, "list", [], env=env)
         return listing, environment.collect(suite.device, listing.device)
@@ -216,7 +234,7 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
         listing, environment_section = described.result()
     check_stop()
     if build.status != "ok":
-        return [], build, environment_section
+        return [], build, environment_section, None
     infos = [w for w in listing.listing if suite.selects(w, request.only)]
     records = {w["id"]: report.WorkloadRecord(info=w) for w in infos}
     ids = list(records)
@@ -231,10 +249,10 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
         )
         profiling = profile.Profiling(suite, infos, env, reuse)  # warms up during correctness
     with profiling or contextlib.nullcontext():
-        _check_time_and_profile(suite, infos, records, env, warm, profiling, progress, log,
-                                check_stop)  # fmt: skip
+        against = _check_time_and_profile(suite, infos, records, env, warm, profiling, progress,
+                                          log, check_stop, base)  # fmt: skip
     environment.note_timings(environment_section, records.values())
-    return list(records.values()), build, environment_section
+    return list(records.values()), build, environment_section, against
 
 
 def _check_time_and_profile(
@@ -247,9 +265,11 @@ def _check_time_and_profile(
     progress: Progress,
     log: Callable[[str], None],
     check_stop: Callable[[], None],
-) -> None:
+    base: paired.BaseCommit | None = None,
+) -> tuple[Side, list[str]] | None:
     """Correctness, then the ncu pass (before timing: nothing else on the GPU either way, and
-    its warm-up has passed during correctness), timing, and timelines, into `records`."""
+    its warm-up has passed during correctness), timing, and timelines, into `records`; the
+    base's side and the ids of its records where doubtful launches were timed against it."""
     ids = list(records)
     progress.stage("correctness", len(ids))
     workers = check_processes(suite)
@@ -309,42 +329,94 @@ def _check_time_and_profile(
         )
         for wid in short:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
-    _time_wandering(suite, ordered, records, short, max(total, suite.timing.processes), env,
-                    warm, progress, log, check_stop)  # fmt: skip
+    against = _time_wandering(suite, ordered, records, short, max(total, suite.timing.processes),
+                              env, warm, progress, log, check_stop, base)  # fmt: skip
     check_stop()
     if suite.device == "cuda" and passing:
         from runner.profile import capture as profile
 
         profile.capture_timelines(suite, [records[w] for w in passing], env, progress, log,
                                   check_stop)  # fmt: skip
+    return against
 
 
 def _time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.WorkloadRecord],
                     short: list[str], seeds_used: int, env: dict[str, str], warm: WarmWorkers,
                     progress: Progress, log: Callable[[str], None],
-                    check_stop: Callable[[], None]) -> None:  # fmt: skip
+                    check_stop: Callable[[], None],
+                    base: paired.BaseCommit | None = None,
+                    ) -> tuple[Side, list[str]] | None:  # fmt: skip
     """The launches whose processes sat apart (runner.run.wandering), timed again apart from the
-    rest of the suite: the warm workers still waiting closed first, then wander_processes fresh
-    processes that time only them, with seeds that go on from those used; where enough of those
-    succeed, they are the launch's timing."""
+    rest of the suite, the warm workers still waiting closed first: against the run's base,
+    interleaved, where it has one that measures them (runner.run.paired); else alone, in
+    wander_processes fresh processes of the head, with seeds that go on from those used. Where
+    enough of those succeed, they are the launch's timing. The base's side and its timed ids,
+    where the base timed any."""
     spread = wandering.wandering_launches((records[w] for w in ordered), short)
     if not spread:
-        return
+        return None
     total = wandering.wander_processes(suite.timing.processes)
     apart = ", ".join(f"{wid} {sd:.1%}" for wid, sd in spread.items())
-    log(f"timing: {len(spread)} launches whose processes sat apart (sd {apart}) timed again in "
-        f"{total} fresh processes of their own (${wandering.WANDER_PROCESSES_ENV})")  # fmt: skip
     warm.close()
-    again: dict[str, list[Outcome]] = {wid: [] for wid in spread}
+    against = None
+    if base is not None:
+        against = _time_against_base(suite, records, spread, total, seeds_used, env, base,
+                                     progress, log, check_stop)  # fmt: skip
+    timed_against = (against[0], list(against[1].values())) if against else None
+    alone = {w: sd for w, sd in spread.items() if against is None or w not in against[1]}
+    if not alone:
+        return timed_against
+    log(f"timing: {len(alone)} launches whose processes sat apart (sd {apart}) timed again in "
+        f"{total} fresh processes of their own (${wandering.WANDER_PROCESSES_ENV})")  # fmt: skip
+    again: dict[str, list[Outcome]] = {wid: [] for wid in alone}
     for r in range(total):
         check_stop()
-        progress.stage(f"timing {r + 1}/{total} (processes apart)", len(spread))
-        timed = run_phase(suite, "time", list(spread), env=env, seed=seeds_used + r,
+        progress.stage(f"timing {r + 1}/{total} (processes apart)", len(alone))
+        timed = run_phase(suite, "time", list(alone), env=env, seed=seeds_used + r,
                           on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
-        for wid in spread:
+        for wid in alone:
             again[wid].append(timed.outcomes[wid])
     for wid, outcomes in again.items():
-        records[wid].timings = wandering.timed_apart(records[wid].timings, outcomes, spread[wid])
+        records[wid].timings = wandering.timed_apart(records[wid].timings, outcomes, alone[wid])
+    return timed_against
+
+
+def _time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
+                       spread: dict[str, float], total: int, seeds_used: int,
+                       env: dict[str, str], base: paired.BaseCommit, progress: Progress,
+                       log: Callable[[str], None], check_stop: Callable[[], None],
+                       ) -> tuple[Side, dict[str, str]] | None:  # fmt: skip
+    """Doubtful launches timed interleaved with the base's build: (its side, head id -> base
+    id of those it timed), or None where it timed none (the log says why)."""
+    progress.stage(f"base {base.sha[:12]}: build and check")
+    wanted = [{"name": records[w].info["name"], "params": records[w].info["params"]}
+              for w in spread]  # fmt: skip
+    side = base.prepare(wanted)
+    pairs = paired.counterparts({w: records[w].info for w in spread}, side) if side else {}
+    if side is None or not pairs:
+        log(f"timing: no base to time the doubtful launches against "
+            f"({base.reason or f'base {base.sha[:12]} measures none of them'})")  # fmt: skip
+        return None
+    count = max(paired.MIN_PAIRS, total // 2)  # as many processes as the head alone would have
+    apart = ", ".join(f"{wid} {spread[wid]:.1%}" for wid in pairs)
+    log(f"timing: {len(pairs)} launches whose processes sat apart (sd {apart}) timed "
+        f"interleaved with base {base.sha[:12]}, {count} fresh processes of each, A B A B "
+        f"(${paired.PAIR_ENV})")  # fmt: skip
+
+    def on_process(r: int) -> None:
+        check_stop()
+        progress.stage(f"timing {r + 1}/{count} (against base {base.sha[:12]})", len(pairs))
+
+    head, based = paired.interleave(suite, env, pairs, side, count, seeds_used, on_process)
+    timed = {}
+    for wid, bid in pairs.items():
+        found = paired.paired_timing(records[wid].timings, head[wid], based[bid], spread[wid],
+                                     base.sha)  # fmt: skip
+        if found is not None:
+            records[wid].timings = found[0]
+            side.records[bid].timings = found[1]
+            timed[wid] = bid
+    return (side, timed) if timed else None
 
 
 def pull_request_section(

@@ -33,7 +33,7 @@ from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
-from service.evaluation.alerts.lifecycle import notify_broken, update_alerts
+from service.evaluation.alerts.lifecycle import confirm_measured, notify_broken, update_alerts
 from service.evaluation.verdicts import confirmations
 from service.evaluation.verdicts.changepoints import Segmented, update_change_points
 from service.evaluation.verdicts.evaluate import evaluate_run
@@ -116,7 +116,9 @@ def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, list[int
         assert run is not None
         verdicts = evaluate_run(session, run)
         suspected = update_alerts(session, run, verdicts)
-        confirmations.queue(session, run, verdicts, suspected, max_attempts=CONFIRM_ATTEMPTS)
+        # Those the run measured against their base itself are settled now; the rest wait.
+        waiting = confirm_measured(session, run, suspected, CONFIRM_ATTEMPTS)
+        confirmations.queue(session, run, verdicts, waiting, max_attempts=CONFIRM_ATTEMPTS)
         notify_broken(session, run)
         return run.run_uuid, _reopen_descendants(session, run) + _reopen_pending(session, run)
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from service.core import clone_urls, failpoints
 from service.core.settings import Settings
 from service.evaluation.backlog import analyse_run
+from service.evaluation.verdicts.paired_base import record_paired
 from service.runs.follow_up import after_store
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
@@ -50,7 +51,8 @@ async def receive(
         # deployment's runners may not be handed (the measurements are kept all the same).
         doc.repository.url = None
     if runner_id is None:
-        outcome = await run_sync(partial(ingest, factory, doc, raw, digest=digest))
+        stored = partial(ingest, factory, doc, raw, digest=digest, also=record_paired)
+        outcome = await run_sync(stored)
     else:
         outcome = await run_sync(store_runner_document, factory, doc, raw, runner_id, digest)
     if outcome.reopened:  # a confirmation: what it found is the verdicts of the runs it was for

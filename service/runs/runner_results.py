@@ -17,6 +17,7 @@ from service.core.errors import Conflict, InvalidDocument
 from service.evaluation.alerts import bisect
 from service.evaluation.alerts.lifecycle import confirm
 from service.evaluation.verdicts import confirmations
+from service.evaluation.verdicts.paired_base import record_paired
 from service.models import Job, Repository, Runner
 from service.schemas.digest import document_digest
 from service.schemas.document import RunDocument, RunnerIn
@@ -73,7 +74,7 @@ def _store_under_lease(
             if doc.runner is None:
                 # The token says which runner this is; the document need not repeat it.
                 doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
-            outcome = store_new(session, doc, digest)
+            outcome = store_new(session, doc, digest, record_paired)
             finish(session, job, succeeded=True)
             return outcome
     except IntegrityError:

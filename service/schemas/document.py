@@ -390,7 +390,9 @@ class RunDocument(Strict):
     )
     paired_base: RunDocument | None = Field(
         default=None,
-        description="a confirmation job's base commit, measured interleaved with this one",
+        description="the base commit, measured interleaved with this one on the same runner: "
+        "a confirmation job's, or a run's own for the launches it doubted (the head's first "
+        "parent, a pull request's merge base)",
     )
     pull_request: PullRequestIn | None = Field(
         default=None,
@@ -404,8 +406,17 @@ class RunDocument(Strict):
             raise ValueError("finished_at is before started_at")
         if self.status == "build_failed" and self.build.status != "failed":
             raise ValueError("status is 'build_failed' but build.status is not 'failed'")
-        if self.paired_base is not None and self.paired_base.paired_base is not None:
-            raise ValueError("paired_base cannot itself carry a paired_base")
+        if self.paired_base is not None:
+            base = self.paired_base
+            if base.paired_base is not None:
+                raise ValueError("paired_base cannot itself carry a paired_base")
+            if base.commit.sha == self.commit.sha:
+                raise ValueError("paired_base measures the run's own commit, not a base")
+            if (base.repository.name, base.suite) != (self.repository.name, self.suite):
+                raise ValueError(
+                    f"paired_base is {base.repository.name} suite {base.suite}, not the run's "
+                    f"{self.repository.name} suite {self.suite}"
+                )
         if self.pull_request is not None and self.branch != pull_branch(self.pull_request.number):
             raise ValueError(
                 f"a pull request's run is on branch {pull_branch(self.pull_request.number)}, "

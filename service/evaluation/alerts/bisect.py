@@ -25,8 +25,9 @@ from service.store.jobs import queue
 from service.store.upsert import get_or_create
 
 
-def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
-    """Begin bisecting a just-opened alert if its head arrived in a push of several commits."""
+def start(session: Session, alert: Alert, max_attempts: int, actor: str) -> None:
+    """Begin bisecting a just-opened alert if its head arrived in a push of several commits
+    (its steps' jobs allowed `max_attempts`, as the confirmation's were)."""
     run = session.get(Run, alert.run_id)
     run_job = session.get(Job, run.job_id) if run is not None and run.job_id else None
     pushed = list((run_job.payload or {}).get("push_commits") or []) if run_job else []
@@ -45,7 +46,7 @@ def start(session: Session, alert: Alert, confirm_job: Job, actor: str) -> None:
         "tested": {},
     }
     if candidates:
-        _queue_next(session, alert, run, confirm_job.max_attempts)
+        _queue_next(session, alert, run, max_attempts)
     else:
         _finish(session, alert, actor)
 

@@ -19,6 +19,7 @@ from service.models import (
     Alert,
     AlertEvent,
     Commit,
+    Confirmation,
     Job,
     Repository,
     Result,
@@ -287,51 +288,72 @@ def confirm(
     alerts = list(session.scalars(select(Alert).where(Alert.id.in_(job.payload["alert_ids"]))))
     for alert in alerts:
         c = found.get((alert.run_id, alert.series_id))
-        if alert.state != "suspected" or c is None:
-            continue
-        if c.state == "unmeasured":
-            transition(
-                session,
-                alert,
-                "dismissed",
-                actor,
-                "the confirmation run did not measure this workload on both sides",
-            )
-            continue
-        alert.confirmed_change = c.change
-        alert.attribution = {
-            **alert.attribution,
-            "confirmation": {"base_median": c.base_median, "head_median": c.head_median,
-                             "change": c.change, "p_value": c.p_value},
-        }  # fmt: skip
-        if c.state == "confirmed":
-            transition(
-                session,
-                alert,
-                "open",
-                actor,
-                f"confirmed interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
-            )
-            bisect.start(session, alert, job, actor)
-            if alert.fixed_by_commit_id is not None:
-                sha = commit_sha(session, alert.fixed_by_commit_id)[:12]
-                transition(
-                    session,
-                    alert,
-                    "fixed",
-                    "kernelwatch",
-                    f"fixed by {sha}, which came back to the earlier level before the "
-                    "confirmation did",
-                )
-        else:
-            transition(
-                session,
-                alert,
-                "dismissed",
-                actor,
-                f"not reproduced interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
-            )
+        if alert.state == "suspected" and c is not None:
+            _apply_finding(session, alert, c, actor, job.max_attempts)
     return alerts
+
+
+def confirm_measured(
+    session: Session, run: Run, suspected: list[Alert], max_attempts: int
+) -> list[Alert]:
+    """The alerts just suspected whose series the run already measured against their base,
+    interleaved (runner.run.paired): moved at once as that finding says, with no job to wait
+    for; the rest, which a confirmation job is to settle."""
+    found = confirmations.measured_in_run(session, run)
+    waiting = []
+    for alert in suspected:
+        c = found.get(alert.series_id)
+        if c is None or c.base_commit_id != alert.base_commit_id:
+            waiting.append(alert)
+        else:
+            _apply_finding(session, alert, c, f"runner of run {run.run_uuid}", max_attempts)
+    return waiting
+
+
+def _apply_finding(
+    session: Session, alert: Alert, c: Confirmation, actor: str, max_attempts: int
+) -> None:
+    if c.state == "unmeasured":
+        transition(
+            session,
+            alert,
+            "dismissed",
+            actor,
+            "the confirmation run did not measure this workload on both sides",
+        )
+        return
+    alert.confirmed_change = c.change
+    alert.attribution = {
+        **alert.attribution,
+        "confirmation": {"base_median": c.base_median, "head_median": c.head_median,
+                         "change": c.change, "p_value": c.p_value},
+    }  # fmt: skip
+    if c.state == "confirmed":
+        transition(
+            session,
+            alert,
+            "open",
+            actor,
+            f"confirmed interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
+        )
+        bisect.start(session, alert, max_attempts, actor)
+        if alert.fixed_by_commit_id is not None:
+            sha = commit_sha(session, alert.fixed_by_commit_id)[:12]
+            transition(
+                session,
+                alert,
+                "fixed",
+                "kernelwatch",
+                f"fixed by {sha}, which came back to the earlier level before the confirmation did",
+            )
+    else:
+        transition(
+            session,
+            alert,
+            "dismissed",
+            actor,
+            f"not reproduced interleaved: {c.change:+.1%} (p = {c.p_value:.2g})",
+        )
 
 
 def notify_broken(session: Session, run: Run) -> None:

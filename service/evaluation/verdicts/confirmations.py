@@ -36,6 +36,26 @@ def doubtful(v: Verdict) -> bool:
     return v.verdict in ("regressed", "pending") and v.change is not None and v.change > 0
 
 
+def applies(c: Confirmation, v: Verdict) -> bool:
+    """Whether `c` is about `v`'s doubt: a job's is (it measured the verdict's base); one the
+    run measured itself (runner.run.paired: against the head's parent, or a pull request's
+    merge base) only where that base is the commit the verdict compares with, not where
+    commits between were never measured (a change among them is no change of this one)."""
+    if c.job_id is not None:
+        return True
+    return bool(v.baseline_commits) and c.base_commit_id == v.baseline_commits[0]
+
+
+def measured_in_run(session: Session, run: Run) -> dict[int, Confirmation]:
+    """The run's confirmations it measured itself, decided at its ingest (series -> row)."""
+    return {
+        c.series_id: c
+        for c in session.scalars(
+            select(Confirmation).where(Confirmation.run_id == run.id, Confirmation.job_id.is_(None))
+        )
+    }
+
+
 def queue(
     session: Session,
     run: Run,
@@ -50,16 +70,20 @@ def queue(
         wanted = {v.series_id for v in verdicts if doubtful(v)}
     else:
         wanted = {a.series_id for a in suspected}
-    have = set(session.scalars(select(Confirmation.series_id).where(Confirmation.run_id == run.id)))
+    rows = {
+        c.series_id: c
+        for c in session.scalars(select(Confirmation).where(Confirmation.run_id == run.id))
+    }
     by_base: dict[int, list[Verdict]] = defaultdict(list)
     for v in verdicts:
-        if v.series_id in wanted and v.series_id not in have and v.baseline_commits:
+        have = rows.get(v.series_id)
+        if v.series_id in wanted and (have is None or not applies(have, v)) and v.baseline_commits:
             by_base[v.baseline_commits[0]].append(v)
     alerts = {a.series_id: a for a in suspected}
     runner = session.get(Runner, run.runner_id) if run.runner_id else None
     jobs = []
     for base_id, group in by_base.items():
-        jobs.append(_queue_one(session, run, base_id, group, alerts, runner, max_attempts))
+        jobs.append(_queue_one(session, run, base_id, group, alerts, runner, max_attempts, rows))
     return jobs
 
 
@@ -71,6 +95,7 @@ def _queue_one(
     alerts: dict[int, Alert],
     runner: Runner | None,
     max_attempts: int,
+    rows: dict[int, Confirmation],
 ) -> Job:
     base_sha = commit_sha(session, base_id)
     (job,) = queue_store.enqueue(
@@ -83,17 +108,16 @@ def _queue_one(
         kind="confirm",
         summary=f"confirm {len(group)} doubtful slowdown(s) against {base_sha[:12]}",
     )
-    rows = [
-        Confirmation(
-            run_id=run.id,
-            series_id=v.series_id,
-            base_series_id=v.redefined_from_series_id,
-            base_commit_id=base_id,
-            job_id=job.id,
-        )
-        for v in group
-    ]
-    session.add_all(rows)
+    mine = []
+    for v in group:
+        # One the run measured itself against another base is replaced: this job measures
+        # against the verdict's.
+        row = rows.get(v.series_id) or Confirmation(run_id=run.id, series_id=v.series_id)
+        row.base_series_id, row.base_commit_id = v.redefined_from_series_id, base_id
+        row.job_id, row.state, row.decided_at = job.id, "queued", None
+        row.change = row.p_value = row.base_median = row.head_median = None
+        session.add(row)
+        mine.append(row)
     session.flush()
     workloads = []
     for v in group:
@@ -104,7 +128,7 @@ def _queue_one(
     payload: dict[str, Any] = {
         "base_sha": base_sha,
         "alert_ids": [alerts[v.series_id].id for v in group if v.series_id in alerts],
-        "confirmation_ids": [c.id for c in rows],
+        "confirmation_ids": [c.id for c in mine],
         "workloads": workloads,
         "suite": run.suite,
     }
@@ -202,7 +226,7 @@ def settle(session: Session, run: Run, verdicts: list[Verdict]) -> None:
     )
     for v in verdicts:
         c = rows.get(v.series_id)
-        if c is None:
+        if c is None or not applies(c, v):
             continue
         if c.state == "queued":
             if c.job_id in live:

@@ -17,16 +17,13 @@ def commit_sha(session: Session, commit_id: int | None) -> str:
     return commit.sha if commit else ""
 
 
-def series_samples(document: dict[str, Any], series: Series) -> np.ndarray | None:
-    """A document's timing samples (all processes, in microseconds) of `series`' workload."""
+def series_samples(document: dict[str, Any], series: Series) -> list[np.ndarray] | None:
+    """A document's timing samples of `series`' workload, in microseconds, process by process."""
     for w in document.get("workloads", []):
         if w["name"] == series.workload and w["params"] == series.params and w.get("timing"):
             timing = w["timing"]
             factor = to_microseconds_factor(timing["unit"])
-            return (
-                np.concatenate(
-                    [np.asarray(p["samples"], dtype=np.float64) for p in timing["processes"]]
-                )
-                * factor
-            )
+            return [
+                np.asarray(p["samples"], dtype=np.float64) * factor for p in timing["processes"]
+            ]
     return None

@@ -13,47 +13,21 @@ the status green. The same on a pull request, whose run has no next run of its l
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
 from sqlalchemy import Engine
 
-from service.core.settings import Settings
-from service.integrations.github import api
-from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.history import LONG, Line
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import _server
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import metrics_at, settle
-from tests.service.integrations.test_github_status import FakeGitHub, with_github
+from tests.service.integrations.test_github_status import FakeGitHub
 
 BASE = {"moved": 97.0, "steady": 571.0, "other": 250.0}
 KERNELS = dict.fromkeys(BASE, LONG)
-
-
-@pytest.fixture
-def fake_github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as fake:
-        yield fake
-
-
-@pytest.fixture
-def live(
-    settings: Settings, fake_github: FakeGitHub, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[LiveServer]:
-    monkeypatch.setattr(api, "RETRY_DELAYS", (0.05, 0.05))
-    deployed = with_github(settings, fake_github)
-    with _server(deployed, analyse_in_request=False, analysis_delay_seconds=0.2) as server:
-        yield server
-
-
-@pytest.fixture
-def admin(live: LiveServer) -> Iterator[httpx.Client]:
-    with live.client(ADMIN_TOKEN) as client:
-        yield client
 
 
 def waiting_confirmation(admin: httpx.Client, repository: str, sha: str) -> dict:
