@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         saved["history_seconds"] = time.monotonic() - started
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "doubt.json").write_text(json.dumps(saved, indent=1))
-        for name in ("agent.log", "service.log"):
+        for name in ("agent.log", "service.log", "kernelwatch.db"):
             shutil.copy(args.work / name, args.out / name)
     summary = summarize(saved)
     (args.table.parent if args.table else args.out).joinpath("summary.json").write_text(
