@@ -476,6 +476,68 @@ MUTATIONS = [
         "reproduce_is_unchanged_in_every_read",
     ),
     (
+        "a run's own interleaved finding is kept with it, in its transaction",
+        "service/runs/arrival.py",
+        "stored = partial(ingest, factory, doc, raw, digest=digest, also=record_paired)",
+        "stored = partial(ingest, factory, doc, raw, digest=digest)",
+        "tests/service/histories/test_doubt_measured_in_run.py::test_a_slowdown_measured_against_"
+        "its_parent_is_regressed_with_an_open_alert_and_no_job",
+    ),
+    (
+        "a runner's run job keeps its own interleaved finding too",
+        "service/runs/runner_results.py",
+        "outcome = store_new(session, doc, digest, record_paired)",
+        "outcome = store_new(session, doc, digest)",
+        "tests/service/histories/test_doubt_measured_in_run.py::test_a_runners_run_job_posting_its_"
+        "paired_base_is_settled_the_same",
+    ),
+    (
+        "an alert the run confirmed itself opens at once, with no job",
+        "service/evaluation/backlog.py",
+        "waiting = confirm_measured(session, run, suspected, CONFIRM_ATTEMPTS)",
+        "waiting = suspected",
+        "tests/service/histories/test_doubt_measured_in_run.py::test_a_slowdown_measured_against_"
+        "its_parent_is_regressed_with_an_open_alert_and_no_job",
+    ),
+    (
+        "a run's finding against another base than the verdict's settles nothing",
+        "service/evaluation/verdicts/confirmations.py",
+        "return bool(v.baseline_commits) and c.base_commit_id == v.baseline_commits[0]",
+        "return True",
+        "tests/service/histories/test_doubt_measured_in_run.py::test_a_base_the_verdict_is_not_"
+        "compared_with_settles_nothing",
+    ),
+    (
+        "processes on two levels are no slowdown unless every head process is slower",
+        "service/analysis/confirmation.py",
+        "slower = p <= alpha and change > class_floor(b) and separated(head, base)",
+        "slower = p <= alpha and change > class_floor(b)",
+        "tests/service/analysis/test_confirmation.py",
+    ),
+    (
+        "a paired base of the run's own commit is refused",
+        "service/schemas/document.py",
+        "            if base.commit.sha == self.commit.sha:",
+        "            if False:",
+        "tests/service/histories/test_doubt_measured_in_run.py::test_a_paired_base_of_the_runs_"
+        "own_commit_or_another_suite_is_refused",
+    ),
+    (
+        "a doubtful launch is timed against the run's base, interleaved",
+        "runner/run/pipeline.py",
+        "    if base is not None:\n        against = _time_against_base(",
+        "    if False:\n        against = _time_against_base(",
+        "tests/runner/run/test_paired.py",
+    ),
+    (
+        "a pull request's doubtful launches are timed against its merge base",
+        "runner/run/paired.py",
+        '        return pull.get("merge_base") or None',
+        "        pass",
+        "tests/runner/run/test_paired.py::test_the_base_is_the_first_parent_or_a_pull_requests_"
+        "merge_base",
+    ),
+    (
         "a learning cache counter says on the commit page why it is silent",
         "service/pages/templates/commit.html",
         '{% if learning %}<p class="muted work-learning">',

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from service.models import Confirmation
 from tests.history import Line
 from tests.live_server import LiveServer
+from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_doubt_confirmed import (
     BASE,
     KERNELS,
@@ -63,6 +64,31 @@ def test_a_slowdown_measured_against_its_parent_is_regressed_with_an_open_alert_
     assert confirm_jobs(admin, line.repository) == []
     status = status_of(fake_github, line.sha(1))
     assert status["state"] == "failure" and "1 regressed" in status["description"], status
+
+
+def test_a_runners_run_job_posting_its_paired_base_is_settled_the_same(
+    live: LiveServer, engine: Engine, admin: httpx.Client, fake_github: FakeGitHub
+) -> None:
+    """The run job as the agent does it: claimed under a lease, its document (with the parent
+    timed interleaved) posted with the runner's token: regressed, its alert open, no job."""
+    line = Line(KERNELS, repository="acme/paired-job", seed=26)
+    assert admin.post("/api/v1/runs", json=line.document(0, BASE)).status_code == 201
+    settle(engine)
+    url = f"https://example.com/{line.repository}.git"
+    job = {"repository": line.repository, "sha": line.sha(1), "clone_url": url}
+    queued = admin.post("/api/v1/jobs", json=job)
+    assert queued.status_code == 201, queued.text
+    with live.client(runner_token(engine)) as runner:
+        claim = runner.post("/api/v1/jobs/claim").json()
+        doc = paired_run(line, 1, 0, SLOWER, BASE)
+        doc["job_id"], doc["lease_token"] = claim["job"]["id"], claim["attempt_token"]
+        answer = runner.post("/api/v1/runs", json=doc)
+        assert answer.status_code == 201, answer.text
+    settle(engine)
+    assert metrics_at(admin, line, 1)["moved"]["verdict"] == "regressed"
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["state"] == "open"
+    assert confirm_jobs(admin, line.repository) == []
 
 
 def test_a_run_that_sat_off_reads_unchanged_with_the_interleaved_finding_as_reason(
