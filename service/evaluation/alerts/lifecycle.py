@@ -272,7 +272,8 @@ def _suspect(session: Session, run: Run, v: Verdict) -> Alert:
             from_state=None,
             to_state="suspected",
             actor="kernelwatch",
-            note=f"regressed {v.change:+.1%} (q = {v.q_value:.2g}); confirmation queued",
+            note=f"{v.verdict} {v.change:+.1%} (q = {v.q_value:.2g}); to be confirmed by base "
+            "and head timed interleaved",
         )
     )
     return alert
