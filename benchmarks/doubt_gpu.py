@@ -223,12 +223,15 @@ def main(argv: list[str] | None = None) -> int:
         log(f"truth measured in {time.monotonic() - started:.0f} s")
         saved = {"commits": commits, "truth": truth}
         started = time.monotonic()
-        saved |= record_history(args.work, commits, deadline, REPOSITORY, ncu_reuse=True)
-        saved["history_seconds"] = time.monotonic() - started
         args.out.mkdir(parents=True, exist_ok=True)
+        try:
+            saved |= record_history(args.work, commits, deadline, REPOSITORY, ncu_reuse=True)
+        finally:  # what the agent and the service said, also of a history that broke off
+            for name in ("agent.log", "service.log", "kernelwatch.db"):
+                if (args.work / name).exists():
+                    shutil.copy(args.work / name, args.out / name)
+        saved["history_seconds"] = time.monotonic() - started
         (args.out / "doubt.json").write_text(json.dumps(saved, indent=1))
-        for name in ("agent.log", "service.log", "kernelwatch.db"):
-            shutil.copy(args.work / name, args.out / name)
     summary = summarize(saved)
     (args.table.parent if args.table else args.out).joinpath("summary.json").write_text(
         json.dumps(summary, indent=1)
