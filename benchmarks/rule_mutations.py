@@ -538,6 +538,22 @@ MUTATIONS = [
         "merge_base",
     ),
     (
+        "a young level's pending speed-up is confirmed at once too",
+        "service/evaluation/verdicts/confirmations.py",
+        "    wanted |= {v.series_id for v in verdicts if pending_improvement(v)}",
+        "    pass",
+        "tests/service/histories/test_doubt_confirmed.py::test_a_young_levels_speed_up_is_"
+        "confirmed_at_once_too",
+    ),
+    (
+        "a rerun that finds a pending speed-up faster makes it improved",
+        "service/analysis/confirmation.py",
+        '        return "improved" if verdict == "pending" else "unchanged"',
+        '        return "unchanged"',
+        "tests/service/histories/test_doubt_confirmed.py::test_a_young_levels_speed_up_is_"
+        "confirmed_at_once_too",
+    ),
+    (
         "a learning cache counter says on the commit page why it is silent",
         "service/pages/templates/commit.html",
         '{% if learning %}<p class="muted work-learning">',

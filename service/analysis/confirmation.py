@@ -33,6 +33,18 @@ class Remeasured:
     change: float  # (head - base) / base, of the medians
     p_value: float  # one-sided: the head is slower
     slower: bool  # significant at the alpha it was judged at, and beyond the class floor
+    p_faster: float = 1.0  # one-sided: the head is faster
+    faster: bool = False  # likewise, the other way
+
+    @property
+    def state(self) -> str:
+        """What a confirmation found: confirmed (slower), faster, or not_reproduced."""
+        return "confirmed" if self.slower else "faster" if self.faster else "not_reproduced"
+
+    @property
+    def p_found(self) -> float:
+        """The p of what was found: of being faster where it was, else of being slower."""
+        return self.p_faster if self.faster else self.p_value
 
 
 def remeasure(
@@ -44,8 +56,11 @@ def remeasure(
     b, h = float(np.median(every_base)), float(np.median(every_head))
     change = (h - b) / b
     p = float(mannwhitneyu(every_head, every_base, alternative="greater").pvalue)
-    slower = p <= alpha and change > class_floor(b) and separated(head, base)
-    return Remeasured(b, h, change, p, slower)
+    p_faster = float(mannwhitneyu(every_head, every_base, alternative="less").pvalue)
+    floor = class_floor(b)
+    slower = p <= alpha and change > floor and separated(head, base)
+    faster = p_faster <= alpha and change < -floor and separated(base, head)
+    return Remeasured(b, h, change, p, slower, p_faster, faster)
 
 
 def process_spread(processes: Sequence[np.ndarray]) -> float:
@@ -63,27 +78,34 @@ def separated(head: Sequence[np.ndarray], base: Sequence[np.ndarray]) -> bool:
 
 
 def settle(verdict: str, state: str, change: float | None, p_value: float | None) -> str:
-    """What a confirmation's finding (`state`: confirmed, not_reproduced, unmeasured) makes of
-    a regressed or pending verdict: regressed where the interleaved rerun found the head slower,
-    unchanged where it did not; anything else, and any verdict the finding is not about, as
-    it is."""
+    """What a confirmation's finding (`state`: confirmed, faster, not_reproduced, unmeasured)
+    makes of a regressed or pending verdict: regressed where the interleaved rerun found the
+    head slower, improved where it found a pending one faster, unchanged where it found
+    neither (or a regression faster); anything else, and any verdict the finding is not
+    about, as it is."""
     if verdict not in ("regressed", "pending") or change is None or p_value is None:
         return verdict
     if state == "confirmed":
         return "regressed"
+    if state == "faster":
+        return "improved" if verdict == "pending" else "unchanged"
     return "unchanged" if state == "not_reproduced" else verdict
 
 
-def settle_note(state: str, change: float | None, p_value: float | None) -> str:
-    """The reason a settled verdict gives."""
-    if state == "confirmed" and change is not None:
+def settle_note(settled: str, doubted: float, change: float | None, p_value: float | None) -> str:
+    """The reason a verdict settled by a confirmation (`settled`) gives; `doubted`: the change
+    the run's own verdict had."""
+    if change is None or p_value is None:
+        return ""
+    if settled in ("regressed", "improved"):
         return (
             f"confirmed by an interleaved rerun of base and head on one runner: {change:+.1%} "
             f"(p = {p_value:.2g})"
         )
-    if state == "not_reproduced" and change is not None:
+    if settled == "unchanged":
+        what = "a slowdown" if doubted > 0 else "an improvement"
         return (
             f"unchanged: the interleaved rerun of base and head on one runner found "
-            f"{change:+.1%} (p = {p_value:.2g}), not a slowdown"
+            f"{change:+.1%} (p = {p_value:.2g}), not {what}"
         )
     return ""

@@ -91,8 +91,9 @@ class WorkVerdict(Base):
 
 
 # queued: its job not yet posted; confirmed: base and head measured interleaved, the head
-# slower; not_reproduced: measured, not slower; unmeasured: a side did not measure the workload.
-CONFIRMATION_STATES = ("queued", "confirmed", "not_reproduced", "unmeasured")
+# slower; faster: measured, the head faster (a pending improvement's); not_reproduced: measured,
+# neither; unmeasured: a side did not measure the workload.
+CONFIRMATION_STATES = ("queued", "confirmed", "faster", "not_reproduced", "unmeasured")
 
 
 class Confirmation(Base):

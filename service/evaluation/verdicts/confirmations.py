@@ -36,6 +36,12 @@ def doubtful(v: Verdict) -> bool:
     return v.verdict in ("regressed", "pending") and v.change is not None and v.change > 0
 
 
+def pending_improvement(v: Verdict) -> bool:
+    """A speed-up not yet settled: no alert waits for it, but its verdict does (on a pull
+    request, which has no next run of its line, for ever)."""
+    return v.verdict == "pending" and v.change is not None and v.change < 0
+
+
 def applies(c: Confirmation, v: Verdict) -> bool:
     """Whether `c` is about `v`'s doubt: a job's is (it measured the verdict's base); one the
     run measured itself (runner.run.paired: against the head's parent, or a pull request's
@@ -65,11 +71,13 @@ def queue(
 ) -> list[Job]:
     """Confirmation jobs for the run's doubts that have none yet: on a branch, the series whose
     alerts it just suspected; on a pull request (which opens no alert), every doubtful
-    slowdown. One job per base commit, on the runner that measured the run."""
+    slowdown; on both, every pending speed-up. One job per base commit, on the runner that
+    measured the run."""
     if run.pull_request is not None:
         wanted = {v.series_id for v in verdicts if doubtful(v)}
     else:
         wanted = {a.series_id for a in suspected}
+    wanted |= {v.series_id for v in verdicts if pending_improvement(v)}
     rows = {
         c.series_id: c
         for c in session.scalars(select(Confirmation).where(Confirmation.run_id == run.id))
@@ -106,7 +114,7 @@ def _queue_one(
         label_sets=[{"runner": runner.name} if runner else {}],
         max_attempts=max_attempts,
         kind="confirm",
-        summary=f"confirm {len(group)} doubtful slowdown(s) against {base_sha[:12]}",
+        summary=f"confirm {len(group)} doubtful change(s) against {base_sha[:12]}",
     )
     mine = []
     for v in group:
@@ -192,8 +200,8 @@ def judge(
             c.state = "unmeasured"
             continue
         measured = rule.remeasure(head_samples, base_samples, rule.ALPHA / len(found))
-        c.state = "confirmed" if measured.slower else "not_reproduced"
-        c.change, c.p_value = measured.change, measured.p_value
+        c.state = measured.state
+        c.change, c.p_value = measured.change, measured.p_found
         c.base_median, c.head_median = measured.base_median, measured.head_median
     reopen(session, {c.run_id for c in found})
     return found
@@ -233,7 +241,7 @@ def settle(session: Session, run: Run, verdicts: list[Verdict]) -> None:
                 _confirming(v, c.job_id)
             continue
         settled = rule.settle(v.verdict, c.state, c.change, c.p_value)
-        reason = rule.settle_note(c.state, c.change, c.p_value)
+        reason = rule.settle_note(settled, v.change or 0.0, c.change, c.p_value)
         if settled != v.verdict or (reason and v.verdict == "regressed"):
             # A slowdown its code does not reproduce was this run sitting off: the level's
             # baseline leaves it out (service.evaluation.verdicts.baseline), as one the next run

@@ -48,3 +48,15 @@ def test_processes_on_two_levels_are_no_slowdown_unless_every_head_process_is_sl
     # Processes that agree (within 0.5%): the samples are the unit, as before.
     steady = side([100.0, 100.1, 99.95])
     assert separated([p * 1.03 for p in steady], side([100.0, 100.2, 100.1]))
+
+
+def test_a_faster_head_is_found_faster_by_the_mirror_rule() -> None:
+    """A pending speed-up's rerun: faster by the one-sided test the other way, beyond the
+    floor; slower stays false. Within the floor it is neither."""
+    rng = np.random.default_rng(5)
+    base = [100.0 * (1 + 0.002 * rng.standard_normal(30)) for _ in range(3)]
+    found = remeasure([b * 0.9 for b in base], base)
+    assert found.faster and not found.slower and found.state == "faster"
+    assert found.p_found == found.p_faster < ALPHA and found.p_value > 0.5
+    within = remeasure([b * 0.996 for b in base], base)
+    assert within.state == "not_reproduced" and within.p_found == within.p_value

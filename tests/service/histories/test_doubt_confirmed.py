@@ -178,3 +178,35 @@ def test_a_pull_requests_young_slowdown_is_confirmed_against_its_merge_base(
     assert admin.get("/api/v1/alerts").json() == []  # a PR's verdicts open no alert
     status = status_of(fake_github, sha_for("pr-1"))
     assert status["state"] == "failure", status
+
+
+def test_a_young_levels_speed_up_is_confirmed_at_once_too(
+    live: LiveServer, engine: Engine, admin: httpx.Client, fake_github: FakeGitHub
+) -> None:
+    """x0.67 against a level of one run: pending, and no next run may ever come. Its
+    confirmation is queued at once (no alert: nothing regressed); the rerun finds it faster,
+    and the verdict is improved, the rerun named; a second line's rerun finds nothing, and its
+    speed-up reads unchanged."""
+    for seed, code_moved in ((11, True), (12, False)):
+        line = Line(KERNELS, repository=f"acme/doubt-faster-{seed}", seed=seed)
+        first_two(admin, engine, line, 0.67)
+        job = waiting_confirmation(admin, line.repository, line.sha(1))
+        assert "doubtful change(s)" in job["summary"]
+        waiting = metrics_at(admin, line, 1)["moved"]
+        assert waiting["verdict"] == "pending", waiting["analysis"]
+        assert waiting["analysis"]["note"].startswith(f"confirming: job {job['id']} ")
+        faster = {**BASE, "moved": BASE["moved"] * (0.67 if code_moved else 1.0)}
+        code = {line.sha(0): BASE, line.sha(1): faster}
+        run_confirmation(live, engine, code.__getitem__)
+        moved = metrics_at(admin, line, 1)["moved"]
+        note = moved["analysis"]["note"]
+        if code_moved:
+            assert moved["verdict"] == "improved", moved["analysis"]
+            assert note.startswith("confirmed by an interleaved rerun of base and head on one "
+                                   "runner: -3"), note  # fmt: skip
+        else:
+            assert moved["verdict"] == "unchanged", moved["analysis"]
+            assert note.startswith("unchanged: the interleaved rerun"), note
+            assert note.split("; ")[0].endswith("not an improvement"), note
+        assert "confirming" not in note and "pending" not in note, note
+    assert admin.get("/api/v1/alerts").json() == []
