@@ -510,8 +510,8 @@ MUTATIONS = [
     (
         "processes on two levels are no slowdown unless every head process is slower",
         "service/analysis/confirmation.py",
-        "slower = p <= alpha and change > class_floor(b) and separated(head, base)",
-        "slower = p <= alpha and change > class_floor(b)",
+        "slower = p <= alpha and change > floor and separated(head, base)",
+        "slower = p <= alpha and change > floor",
         "tests/service/analysis/test_confirmation.py",
     ),
     (
