@@ -22,6 +22,7 @@ from service.core.errors import (
     NotFound,
     Unprocessable,
 )
+from service.web.allowed import allowed_methods
 from service.web.errors import HttpError
 
 log = logging.getLogger(__name__)
@@ -105,14 +106,20 @@ def install_error_handlers(app: FastAPI) -> None:
         return _answer(exc)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        headers = getattr(exc, "headers", None)
         if exc.status_code == 404 and detail == "Not Found":
             detail = "no such endpoint; the API is described at /docs"
+        if exc.status_code == 405:
+            allow = ", ".join(allowed_methods(app.router.routes, request.url.path))
+            if request.method == "OPTIONS":  # what the path takes, not a refusal
+                return Response(status_code=204, headers={"Allow": allow})
+            headers = {**(headers or {}), "Allow": allow}
+            if detail == "Method Not Allowed":
+                detail = f"{request.method} is not taken here; it takes {allow}"
         return JSONResponse(
-            status_code=exc.status_code,
-            content={"detail": detail},
-            headers=getattr(exc, "headers", None),
+            status_code=exc.status_code, content={"detail": detail}, headers=headers
         )
 
     @app.exception_handler(RequestValidationError)

@@ -55,7 +55,7 @@ def triage_alert_group(
     return alerts_public(session, alerts, events=True)
 
 
-@router.get("/{alert_id}", response_model=AlertPublic)
+@router.get("/{alert_id:int}", response_model=AlertPublic)
 def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     """One alert with its attribution and history."""
     alert = queries.get(session, Alert, alert_id)
@@ -64,7 +64,7 @@ def get_alert(alert_id: RowId, session: SessionDep) -> AlertPublic:
     return alerts_public(session, [alert], events=True)[0]
 
 
-@router.patch("/{alert_id}", response_model=AlertPublic)
+@router.patch("/{alert_id:int}", response_model=AlertPublic)
 def triage_alert(
     alert_id: RowId, body: AlertPatch, _admin: AdminDep, session: SessionDep
 ) -> AlertPublic:

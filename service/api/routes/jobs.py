@@ -23,7 +23,6 @@ from service.store.jobs import queue, runners
 from service.store.reads import queries
 from service.store.reads.queries import jobs_public, repository_named
 from service.store.upsert import get_or_create
-from service.web.errors import HttpError
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -78,19 +77,13 @@ def list_jobs(
     return jobs_public(session, jobs)
 
 
-@router.get("/{job_id}", response_model=JobPublic)
+@router.get("/{job_id:int}", response_model=JobPublic)
 def get_job(job_id: RowId, session: SessionDep) -> JobPublic:
     """One job."""
     job = queries.get(session, Job, job_id)
     if job is None:
         raise NotFound(f"no job {job_id}")
     return jobs_public(session, [job])[0]
-
-
-@router.get("/claim", include_in_schema=False)
-def claim_is_a_post() -> None:
-    """GET of the claim: 405, not a job id that is no number."""
-    raise HttpError(405, "claim a job with POST", headers={"Allow": "POST"})
 
 
 @router.post(
@@ -118,7 +111,7 @@ def claim_job(
     return ClaimedJob(job=public, clone_url=repo.clone_url, attempt_token=claimed.attempt_token)
 
 
-@router.post("/{job_id}/lease", response_model=JobPublic)
+@router.post("/{job_id:int}/lease", response_model=JobPublic)
 def extend_lease(
     job_id: RowId, body: AttemptBody, runner: RunnerDep, session: SessionDep, settings: SettingsDep
 ) -> JobPublic:
@@ -131,7 +124,7 @@ def extend_lease(
     return public
 
 
-@router.post("/{job_id}/fail", response_model=JobPublic)
+@router.post("/{job_id:int}/fail", response_model=JobPublic)
 def fail_job(job_id: RowId, body: FailureBody, runner: RunnerDep, session: SessionDep) -> JobPublic:
     """Report that the attempt failed, with the log tail (runner)."""
     job = queue.current_attempt(session, job_id, body.attempt_token, runner)
@@ -142,7 +135,7 @@ def fail_job(job_id: RowId, body: FailureBody, runner: RunnerDep, session: Sessi
     return public
 
 
-@router.post("/{job_id}/release", response_model=JobPublic)
+@router.post("/{job_id:int}/release", response_model=JobPublic)
 def release_job(
     job_id: RowId, body: AttemptBody, runner: RunnerDep, session: SessionDep
 ) -> JobPublic:
@@ -154,7 +147,7 @@ def release_job(
     return public
 
 
-@router.post("/{job_id}/cancel", response_model=JobPublic)
+@router.post("/{job_id:int}/cancel", response_model=JobPublic)
 def cancel_job(job_id: RowId, _admin: AdminDep, session: SessionDep) -> JobPublic:
     """Cancel a queued or running job (admin)."""
     job = queue.cancel(session, job_id, "cancelled by an admin")
