@@ -9,10 +9,25 @@ from service.api.deps import SessionDep, ShaPath
 from service.evaluation.reads.commit_metrics import commit_metrics_data
 from service.evaluation.reads.commit_ncu import SUMMARY
 from service.schemas.metrics import CommitMetrics, NcuDetail
+from service.schemas.runs import CommitListed
 from service.store.history.commits import resolve_commit
-from service.store.reads.queries import check_branch
+from service.store.reads import listings
+from service.store.reads.queries import check_branch, repository_named
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
+
+
+@router.get("", response_model=list[CommitListed])
+def list_commits(
+    session: SessionDep,
+    repository: str | None = None,
+    branch: str | None = Query(None, description="only commits measured on this branch"),
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[CommitListed]:
+    """Commits that have runs, newest committed first, with their run counts and branches."""
+    repository_id = repository_named(session, repository).id if repository else None
+    rows = listings.newest_commits(session, limit, repository_id, branch)
+    return [CommitListed(**row) for row in rows]
 
 
 @router.get("/{sha}/metrics", response_model=CommitMetrics)

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, BackgroundTasks, Request
+from fastapi import APIRouter, BackgroundTasks, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from service.api.body import parse_document, read_body, require_json
-from service.api.deps import CallerDep, SessionDep, SessionFactoryDep, SettingsDep
+from service.api.deps import (
+    SHA_PATTERN,
+    CallerDep,
+    SessionDep,
+    SessionFactoryDep,
+    SettingsDep,
+)
 from service.api.errors import validation_response
 from service.core import telemetry
 from service.core.errors import InvalidDocument, NotFound
 from service.runs import judged
 from service.runs.arrival import receive
-from service.schemas.runs import RunPublic, RunStored
-from service.store.reads import queries
+from service.schemas.runs import RunListed, RunPublic, RunStored
+from service.store.reads import listings, queries
+from service.store.reads.queries import repository_named
 
 router = APIRouter(prefix="/api/v1/runs", tags=["runs"])
 
@@ -82,6 +89,24 @@ async def post_run(
         # Change points (and, by default, the verdicts, which report to GitHub) follow shortly.
         request.app.state.analysis.run_stored()
     return JSONResponse(status_code=201 if outcome.stored else 200, content=body.model_dump())
+
+
+@router.get("", response_model=list[RunListed])
+def list_runs(
+    session: SessionDep,
+    repository: str | None = None,
+    branch: str | None = Query(None, description="only runs on this branch"),
+    commit: str | None = Query(
+        None, description="full sha or a prefix of at least 4", pattern=SHA_PATTERN
+    ),
+    suite: str | None = None,
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[RunListed]:
+    """Stored runs, newest received first, filtered by repository, branch, commit and suite."""
+    repository_id = repository_named(session, repository).id if repository else None
+    prefix = commit.lower() if commit else None
+    rows = listings.newest_runs(session, limit, repository_id, branch, prefix, suite)
+    return [RunListed.from_run(run, sha=sha, repository=name) for run, sha, name in rows]
 
 
 @router.get("/{run_id}", response_model=RunPublic)

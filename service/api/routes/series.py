@@ -35,12 +35,12 @@ def _parse_params(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidReference(f"params must be a JSON object: {exc.msg}") from exc
+        raise InvalidReference(f"workload_params must be a JSON object: {exc.msg}") from exc
     except RecursionError:
-        raise too_deep("params") from None
-    check_depth(value, "params")
+        raise too_deep("workload_params") from None
+    check_depth(value, "workload_params")
     if not isinstance(value, dict):
-        raise InvalidReference('params must be a JSON object, e.g. {"m":1024}')
+        raise InvalidReference('workload_params must be a JSON object, e.g. {"m":1024}')
     return value
 
 
@@ -59,7 +59,12 @@ def get_series(
     method: str | None = Query(
         None, description="timing method: cuda_events, cupti or host (a change starts a series)"
     ),
-    params: str | None = Query(None, description='workload parameters as JSON, {"m":1024}'),
+    workload_params: str | None = Query(
+        None, description='workload parameters as JSON, {"m":1024} (empty: any)'
+    ),
+    # Its older name, kept for the links and scripts that use it; not described, because
+    # generated clients name their own query dict `params` (openapi-python-client did).
+    params: str | None = Query(None, include_in_schema=False),
     branch: str | None = Query(None, description=BRANCH),
     limit: int = Query(1000, ge=1, le=10_000),
     samples: bool = Query(False, description="include raw samples"),
@@ -74,10 +79,14 @@ def get_series(
         "fingerprint": fingerprint,
         "method": method,
     }
-    if id is None and all(v is None for v in filters.values()) and params is None:
+    if params is not None and workload_params is not None and params != workload_params:
+        raise InvalidReference("workload_params and params (its older name) differ: give one")
+    given = workload_params if workload_params is not None else params
+    given = given or None  # empty: parameters of any value
+    if id is None and all(v is None for v in filters.values()) and given is None:
         raise InvalidReference("name a series: id=, or repository=/workload=/kernel=/metric=")
     series, repo_name = find_series(
-        session, series_id=id, filters=filters, params=_parse_params(params)
+        session, series_id=id, filters=filters, params=_parse_params(given)
     )
     branch = _branch(session, series, repo_name, branch)
     return history(session, series, repo_name, branch, limit, samples)

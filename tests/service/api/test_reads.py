@@ -194,12 +194,18 @@ def test_series_queries_that_match_several_or_none(client: httpx.Client) -> None
     several = client.get("/api/v1/series", params={"workload": "gemm_fwd"})
     assert several.status_code == 400
     assert {c["kernel"] for c in several.json()["candidates"]} == {"k1", "k2"}
-    by_params = client.get(
-        "/api/v1/series",
-        params={"workload": "gemm_fwd", "params": '{"m":1024,"n":1024,"k":1024,"act":"k2"}'},
-    )
+    k2 = '{"m":1024,"n":1024,"k":1024,"act":"k2"}'
+    by_params = client.get("/api/v1/series", params={"workload": "gemm_fwd", "workload_params": k2})
     assert by_params.status_code == 200
     assert by_params.json()["series"]["kernel"] == "k2"
+    # The older name still answers, the same; two that differ are refused; empty is any.
+    older = client.get("/api/v1/series", params={"workload": "gemm_fwd", "params": k2})
+    assert older.json()["series"]["id"] == by_params.json()["series"]["id"]
+    both = client.get("/api/v1/series", params={"workload": "gemm_fwd", "params": k2,
+                                                "workload_params": "{}"})  # fmt: skip
+    assert both.status_code == 400 and "give one" in both.json()["detail"]
+    empty = client.get("/api/v1/series", params={"workload": "gemm_fwd", "workload_params": ""})
+    assert empty.status_code == 400 and "candidates" in empty.json()  # k1 and k2: name one
     none = client.get("/api/v1/series", params={"workload": "nope"})
     assert none.status_code == 404
     bad = client.get("/api/v1/series", params={"workload": "gemm_fwd", "params": "[1"})
@@ -292,3 +298,30 @@ def test_change_fields_say_they_are_fractions(client: httpx.Client) -> None:
             "relative change as a fraction: 0.05 is +5%" if where in changes else "as a fraction: "
         )
         assert expected in text, where
+
+
+def test_runs_and_commits_are_listed_newest_first_with_filters(client: httpx.Client) -> None:
+    """The operations a client pages through before it asks for one run or commit."""
+    post(client, document(commit="a", minutes=0, medians={"k": 100.0}))
+    post(client, document(commit="b", minutes=10, ancestors=["a"], parents=["a"],
+                          medians={"k": 100.0}))  # fmt: skip
+    post(client, document(commit="f", minutes=20, branch="feature", medians={"k": 100.0}))
+    post(client, document(commit="z", repository="acme/other", medians={"k": 100.0}))
+    runs = client.get("/api/v1/runs", params={"repository": "acme/kernels"}).json()
+    assert [r["commit"] for r in runs] == [sha_for("f"), sha_for("b"), sha_for("a")]
+    assert {r["analysed"] for r in runs} == {True} and runs[0]["branch"] == "feature"
+    one = client.get("/api/v1/runs", params={"commit": sha_for("b")[:7]}).json()
+    assert [r["commit"] for r in one] == [sha_for("b")]
+    assert client.get("/api/v1/runs/" + one[0]["run_id"]).json()["commit"] == sha_for("b")
+    limited = client.get("/api/v1/runs", params={"limit": 1}).json()
+    assert len(limited) == 1
+    commits = client.get("/api/v1/commits", params={"repository": "acme/kernels",
+                                                    "branch": "main"}).json()  # fmt: skip
+    assert [(c["sha"], c["subject"], c["runs"], c["branches"]) for c in commits] == [
+        (sha_for("b"), "commit b", 1, ["main"]),
+        (sha_for("a"), "commit a", 1, ["main"]),
+    ]
+    assert len(client.get("/api/v1/commits").json()) == 4
+    unknown = client.get("/api/v1/runs", params={"repository": "acme/none"})
+    assert unknown.status_code == 404
+    assert client.get("/api/v1/runs", params={"commit": "xyz"}).status_code == 422
