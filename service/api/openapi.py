@@ -46,6 +46,15 @@ ERRORS = {
     503: "the database (or the webhook secret) is not available; try again after Retry-After",
 }
 READ_ERRORS = (400, 401, 404, 422, 503)
+# Reads are open, or need the read (or admin) token where KERNELWATCH_READ_TOKEN is set
+# (service.api.access): each GET names the scheme, and an empty requirement beside it.
+READ_SCHEME = {
+    "type": "http",
+    "scheme": "bearer",
+    "description": "the read token (KERNELWATCH_READ_TOKEN) or the admin token, where the "
+    "server's reads are private; none where they are open",
+}
+OPEN_PATHS = ("/healthz",)
 WRITE_ERRORS = (*READ_ERRORS, 409, 413, 415)
 _REF = "#/components/schemas/ErrorBody"
 
@@ -106,8 +115,11 @@ def describe(app: FastAPI) -> dict[str, Any]:
     _clone_urls(components.get("JobCreate", {}), app.state.settings)
     for name in ("HTTPValidationError", "ValidationError"):  # FastAPI's, never sent here
         components.pop(name, None)
-    for operations in schema.get("paths", {}).values():
+    schema["components"].setdefault("securitySchemes", {})["ReadToken"] = READ_SCHEME
+    for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
+            if method == "get" and path not in OPEN_PATHS and "security" not in operation:
+                operation["security"] = [{"ReadToken": []}, {}]
             for parameter in operation.get("parameters", []):
                 _storable(parameter.get("schema", {}))
             responses = operation.setdefault("responses", {})
