@@ -53,7 +53,11 @@ def trend_query(
         [], description="repeatable series ids; overrides the filters"
     ),
     points: int = Query(200, ge=2, le=1000, description="newest commits per series"),
-    log: bool = Query(False, description="logarithmic y axis (of values: implies scale=value)"),
+    log: bool = Query(
+        False,
+        description="logarithmic y axis of values (implies scale=value; beside scale=change "
+        "refused: a change has no log axis)",
+    ),
     scale: Literal["change", "value"] | None = Query(
         None,
         description="y as each series' change from its first level (the median of its "

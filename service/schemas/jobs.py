@@ -155,7 +155,17 @@ class RunnerRegister(StorableText):
 class RunnerHealth(StorableText):
     """What a runner says of its host: healthy, or not with the reason."""
 
-    model_config = ConfigDict(extra="forbid")
+    # The description says what the validator below refuses: no reason beside healthy=false.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"healthy": {"const": False}}},
+            "then": {
+                "required": ["reason"],
+                "properties": {"reason": {"pattern": "\\S"}},
+            },
+        },
+    )
 
     healthy: bool
     reason: Annotated[str, StringConstraints(max_length=2000)] = ""

@@ -42,6 +42,13 @@ POSITIVE_DATA_BEYOND_SCHEMA = {
     "GET /commits/{sha}.json": "a short sha unique among the stored commits",
     "GET /api/v1/compare": "a short sha unique among the stored commits",
     "GET /compare.json": "a short sha unique among the stored commits",
+    # log=1 beside scale=change (the parameter's description says it is refused)
+    "GET /trends.json": "log and scale together",
+    "GET /trends": "log and scale together",
+    "GET /trends.csv": "log and scale together",
+    # text nested in a runner's environment holds no NUL (service.schemas.text), below the
+    # top level's keys, which the description's pattern covers
+    "POST /api/v1/runners/register": "storable text nested in the environment",
 }
 
 

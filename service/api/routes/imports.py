@@ -17,6 +17,7 @@ from service.core.errors import InvalidDocument, Unprocessable
 from service.runs import importing
 from service.runs.imports import ImportFileError
 from service.schemas.imports import ImportCreate, ImportFormat
+from service.schemas.names import BRANCH_SCHEMA
 from service.schemas.runs import RunStored
 
 router = APIRouter(prefix="/api/v1/imports", tags=["imports"])
@@ -35,8 +36,14 @@ async def import_results(
     settings: SettingsDep,
     factory: SessionFactoryDep,
     repo: Annotated[str, Query(description="OWNER/NAME of the repository")],
-    commit: Annotated[str, Query(description="the 40-hex SHA the results were measured at")],
-    branch: Annotated[str, Query()] = "main",
+    commit: Annotated[
+        str,
+        Query(
+            description="the 40-hex SHA the results were measured at",
+            json_schema_extra={"pattern": "^[0-9a-fA-F]{40}$", "minLength": 40, "maxLength": 40},
+        ),
+    ],
+    branch: Annotated[str, Query(json_schema_extra=BRANCH_SCHEMA)] = "main",
     committed_at: Annotated[datetime | None, Query()] = None,
 ) -> JSONResponse:
     """Import one nvbench or Google Benchmark JSON file (the body) as a run of a commit."""
