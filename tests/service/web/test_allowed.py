@@ -19,7 +19,8 @@ from tests.live_server import LiveServer
         ("/api/v1/jobs/7", "GET, OPTIONS"),
         ("/api/v1/alerts/1", "GET, OPTIONS, PATCH"),
         ("/api/v1/alerts/groups", "GET, OPTIONS"),
-        ("/api/v1/runs", "OPTIONS, POST"),
+        ("/api/v1/runs", "GET, OPTIONS, POST"),
+        ("/healthz", "GET, OPTIONS"),
     ],
 )
 def test_options_names_every_method_of_the_path(server: LiveServer, path: str, allow: str) -> None:
