@@ -478,16 +478,16 @@ MUTATIONS = [
     (
         "a run's own interleaved finding is kept with it, in its transaction",
         "service/runs/arrival.py",
-        "stored = partial(ingest, factory, doc, raw, digest=digest, also=record_paired)",
-        "stored = partial(ingest, factory, doc, raw, digest=digest)",
+        "            record_paired(session, outcome.pk, doc)\n            return outcome",
+        "            return outcome",
         "tests/service/histories/test_doubt_measured_in_run.py::test_a_slowdown_measured_against_"
         "its_parent_is_regressed_with_an_open_alert_and_no_job",
     ),
     (
         "a runner's run job keeps its own interleaved finding too",
         "service/runs/runner_results.py",
-        "outcome = store_new(session, doc, digest, record_paired)",
-        "outcome = store_new(session, doc, digest)",
+        "                record_paired(session, outcome.pk, doc)",
+        "                pass",
         "tests/service/histories/test_doubt_measured_in_run.py::test_a_runners_run_job_posting_its_"
         "paired_base_is_settled_the_same",
     ),

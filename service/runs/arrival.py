@@ -15,16 +15,24 @@ from functools import partial
 from typing import Any
 
 from anyio.to_thread import run_sync
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.core import clone_urls, failpoints
+from service.core.db import one_writer
 from service.core.settings import Settings
 from service.evaluation.backlog import analyse_run
 from service.evaluation.verdicts.paired_base import record_paired
 from service.runs.follow_up import after_store
 from service.runs.runner_results import store_runner_document
 from service.schemas.document import RunDocument
-from service.store.history.ingest import IngestOutcome, ingest
+from service.store.history.ingest import (
+    IngestOutcome,
+    ingest,
+    store_new,
+    stored_copy,
+    stored_meanwhile,
+)
 
 
 @dataclass(frozen=True)
@@ -51,7 +59,7 @@ async def receive(
         # deployment's runners may not be handed (the measurements are kept all the same).
         doc.repository.url = None
     if runner_id is None:
-        stored = partial(ingest, factory, doc, raw, digest=digest, also=record_paired)
+        stored = partial(_store_posted, factory, doc, raw, digest)
         outcome = await run_sync(stored)
     else:
         outcome = await run_sync(store_runner_document, factory, doc, raw, runner_id, digest)
@@ -71,3 +79,27 @@ async def receive(
         # Empty: the background worker claimed the run first, and it reports it itself.
         judged = await run_sync(analyse_run, factory, outcome.pk)
     return Arrival(outcome, judged)
+
+
+def _store_posted(
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, digest: str
+) -> IngestOutcome:
+    """A document posted with no lease stored (store.history.ingest); one that carries its
+    own doubtful launches timed against its base (runner.run.paired) has that finding kept
+    as its confirmations in the same transaction, before any analysis can see the run."""
+    if doc.paired_base is None:
+        return ingest(factory, doc, raw, digest=digest)
+    try:
+        with one_writer(factory), factory() as session, session.begin():
+            existing = stored_copy(session, doc.run_id, digest, raw)
+            if existing is not None:
+                return existing
+            outcome = store_new(session, doc, digest)
+            assert outcome.pk is not None
+            record_paired(session, outcome.pk, doc)
+            return outcome
+    except IntegrityError:
+        existing = stored_meanwhile(factory, doc, raw, digest)
+        if existing is None:
+            raise
+        return existing

@@ -9,7 +9,6 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.evaluation.backlog import analyse_run
-from service.evaluation.verdicts.paired_base import record_paired
 from service.runs.imports import ImportedFile, ImportFileError
 from service.runs.imports.document import run_id, to_document
 from service.runs.imports.formats import FORMATS
@@ -57,7 +56,7 @@ def store(
     with `analyse`, judge it now rather than on the backlog's next pass."""
     # The same file for the same commit: its run id again, with other times where the file
     # gives none (they default to now), which is no new measurement.
-    outcome = already_stored(factory, doc.run_id) or ingest(factory, doc, raw, also=record_paired)
+    outcome = already_stored(factory, doc.run_id) or ingest(factory, doc, raw)
     if analyse and outcome.stored and outcome.pk is not None:
         analyse_run(factory, outcome.pk)
     return outcome

@@ -74,7 +74,10 @@ def _store_under_lease(
             if doc.runner is None:
                 # The token says which runner this is; the document need not repeat it.
                 doc.runner = RunnerIn(name=runner.name, host=runner.host, labels=runner.labels)
-            outcome = store_new(session, doc, digest, record_paired)
+            outcome = store_new(session, doc, digest)
+            if doc.paired_base is not None:  # its doubtful launches, timed against its base
+                assert outcome.pk is not None
+                record_paired(session, outcome.pk, doc)
             finish(session, job, succeeded=True)
             return outcome
     except IntegrityError:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,16 +48,8 @@ class IngestOutcome:
     reopened: tuple[int, ...] = ()
 
 
-# What the caller adds to a stored run in its transaction (the run's row id, its document).
-AlsoStore = Callable[[Session, int, RunDocument], object]
-
-
 def ingest(
-    factory: sessionmaker[Session],
-    doc: RunDocument,
-    raw: Any,
-    digest: str | None = None,
-    also: AlsoStore | None = None,
+    factory: sessionmaker[Session], doc: RunDocument, raw: Any, digest: str | None = None
 ) -> IngestOutcome:
     """Store `doc` in a transaction of its own; a second post of the same run id stores nothing
     and says so. (A runner's document is stored inside its job's transaction instead:
@@ -68,9 +59,7 @@ def ingest(
         # One transaction from the check for an earlier copy to the last row: every statement
         # of it is a round trip to the database, and they bound the ingest rate.
         with one_writer(factory), factory() as session, session.begin():
-            return stored_copy(session, doc.run_id, digest, raw) or store_new(
-                session, doc, digest, also
-            )
+            return stored_copy(session, doc.run_id, digest, raw) or store_new(session, doc, digest)
     except IntegrityError:
         existing = stored_meanwhile(factory, doc, raw, digest)
         if existing is None:
@@ -78,14 +67,9 @@ def ingest(
         return existing
 
 
-def store_new(
-    session: Session, doc: RunDocument, digest: str, also: AlsoStore | None = None
-) -> IngestOutcome:
-    """Write a document no run of the same id holds, in the caller's transaction, and what
-    `also` adds to it there (before any analysis can see the run)."""
+def store_new(session: Session, doc: RunDocument, digest: str) -> IngestOutcome:
+    """Write a document no run of the same id holds, in the caller's transaction."""
     pk, count = _store(session, doc, digest)
-    if also is not None:
-        also(session, pk, doc)
     return IngestOutcome(doc.run_id, stored=True, results=count, pk=pk)
 
 
