@@ -30,6 +30,7 @@ this off); correctness always calls `prepare(seed)`.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -125,6 +126,11 @@ def load_suite(root: Path) -> Suite:
         raise SuiteError(f"{path}: bad [timing] value: {exc}") from exc
     if timing.processes < 1 or timing.min_samples < 1 or timing.max_samples < timing.min_samples:
         raise SuiteError(f"{path}: [timing] needs processes >= 1 and max >= min samples >= 1")
+    for key in ("max_seconds", "target_rel_spread", "timeout_seconds", "warmup_seconds"):
+        value = getattr(timing, key)
+        if not math.isfinite(value) or value < 0 or (value == 0 and key != "warmup_seconds"):
+            least = ">= 0" if key == "warmup_seconds" else "> 0"
+            raise SuiteError(f"{path}: [timing] {key} = {value!r}: it must be a number {least}")
     methods = GPU_METHODS if device == "cuda" else ("host",)
     if timing.method and timing.method not in methods:
         raise SuiteError(

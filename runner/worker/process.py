@@ -219,6 +219,12 @@ TIMING_METHODS = (None, "cuda_events", "cupti", "host")
 
 def _check_fields(w: Any) -> None:
     """SuiteProblem where a workload's declared fields cannot be used as they are."""
+    for field, example in (("kernels", "('scale_rows',)"), ("tags", "('smoke',)")):
+        value = getattr(w, field)
+        names = list(value) if isinstance(value, list | tuple | set | frozenset) else None
+        if names is None or not all(isinstance(n, str) and n for n in names):
+            raise SuiteProblem(f"workload {w.id!r}: {field} {value!r} is not a tuple of names "
+                               f"(a string is one name: write {example})")  # fmt: skip
     try:
         tolerance = float(w.tolerance)
     except (TypeError, ValueError):

@@ -36,6 +36,9 @@ def test_the_fixture_and_the_default_suite_load() -> None:
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses='many'\n", "bad [timing]"),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses=0\n", "processes >= 1"),
         ("[suite]\nname='x'\nworkloads='m'\nwork_changes='red'\n", "work_changes must be"),
+        ("[suite]\nname='x'\nworkloads='m'\n[timing]\nmax_seconds=-1\n", "max_seconds = -1.0"),
+        ("[suite]\nname='x'\nworkloads='m'\n[timing]\ntimeout_seconds=0\n", "must be a number > 0"),
+        ("[suite]\nname='x'\nworkloads='m'\n[timing]\nwarmup_seconds=-0.5\n", ">= 0"),
     ],
 )
 def test_bad_suite_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
