@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter, Query
 
-from service.api.deps import AdminDep, RowId, SessionDep
+from service.api.deps import MAX_ID, SHA_PATTERN, AdminDep, RowId, SessionDep
 from service.core.errors import NotFound
 from service.evaluation.alerts.groups import alert_groups, triage_together
 from service.evaluation.alerts.lifecycle import triage
@@ -21,13 +23,24 @@ router = APIRouter(prefix="/api/v1/alerts", tags=["alerts"])
 @router.get("", response_model=list[AlertPublic])
 def list_alerts(
     session: SessionDep,
-    state: list[AlertState] | None = Query(None, description="repeatable; default: all"),
+    state: list[AlertState | Literal["all"]] | None = Query(
+        None, description="repeatable; default (or all): every state"
+    ),
     repository: str | None = None,
+    commit: str | None = Query(
+        None,
+        description="full sha or a prefix of at least 4: the alerts found at that commit or "
+        "bisected to it",
+        pattern=SHA_PATTERN,
+    ),
+    series: int | None = Query(None, ge=1, le=MAX_ID, description="one series' alerts"),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[AlertPublic]:
-    """Alerts, newest first."""
+    """Alerts, newest first, filtered by state, repository, commit and series."""
     repository_id = repository_named(session, repository).id if repository else None
-    alerts = dashboard_reads.alerts(session, list(state or []), repository_id, limit)
+    states = [] if not state or "all" in state else list(state)
+    prefix = commit.lower() if commit else None
+    alerts = dashboard_reads.alerts(session, states, repository_id, limit, prefix, series)
     return alerts_public(session, alerts)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
@@ -143,13 +143,24 @@ def active_alerts(session: Session, limit: int = 20) -> list[Alert]:
 
 
 def alerts(
-    session: Session, states: list[str], repository_id: int | None, limit: int
+    session: Session,
+    states: list[str],
+    repository_id: int | None,
+    limit: int,
+    sha_prefix: str | None = None,
+    series_id: int | None = None,
 ) -> list[Alert]:
+    """Alerts newest first; `sha_prefix`: those found at a commit, or bisected to it."""
     query = select(Alert).order_by(Alert.id.desc()).limit(limit)
     if states:
         query = query.where(Alert.state.in_(states))
     if repository_id is not None:
         query = query.where(Alert.repository_id == repository_id)
+    if series_id is not None:
+        query = query.where(Alert.series_id == series_id)
+    if sha_prefix is not None:
+        named = select(Commit.id).where(Commit.sha.startswith(sha_prefix, autoescape=True))
+        query = query.where(or_(Alert.commit_id.in_(named), Alert.first_bad_commit_id.in_(named)))
     return list(session.scalars(query))
 
 

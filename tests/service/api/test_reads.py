@@ -325,3 +325,28 @@ def test_runs_and_commits_are_listed_newest_first_with_filters(client: httpx.Cli
     unknown = client.get("/api/v1/runs", params={"repository": "acme/none"})
     assert unknown.status_code == 404
     assert client.get("/api/v1/runs", params={"commit": "xyz"}).status_code == 422
+
+
+def test_alerts_are_filtered_by_commit_series_and_state(client: httpx.Client) -> None:
+    """ "Which kernels regressed at commit X": the alerts found there (or bisected to it), one
+    series' alerts, and state=all as the alerts page offers it."""
+    from tests.documents import post_history
+
+    labels = post_history(client, 6, {"gemm_bias_act_f32": 100.0})
+    head = document(commit="head", parents=labels[-1:], ancestors=labels[::-1], minutes=9,
+                    medians={"gemm_bias_act_f32": 125.0}, seed=9)  # fmt: skip
+    post(client, head)
+    (alert,) = client.get("/api/v1/alerts").json()
+    sha, series_id = alert["commit"], alert["series"]["id"]
+
+    def ids(**query: object) -> list[int]:
+        answer = client.get("/api/v1/alerts", params=query)
+        assert answer.status_code == 200, answer.text
+        return [a["id"] for a in answer.json()]
+
+    assert ids(commit=sha[:7]) == ids(commit=sha) == [alert["id"]]
+    assert ids(commit=sha_for("c5")) == []
+    assert ids(series=series_id) == [alert["id"]] and ids(series=series_id + 1000) == []
+    assert ids(state="all") == [alert["id"]] and ids(state="open") == []
+    assert ids(state=["open", "all"]) == [alert["id"]]
+    assert client.get("/api/v1/alerts", params={"commit": "xyz"}).status_code == 422

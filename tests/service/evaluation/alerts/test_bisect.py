@@ -136,6 +136,9 @@ def test_a_regression_at_the_head_of_a_push_is_bisected_to_its_first_bad_commit(
     done = admin.get(f"/api/v1/alerts/{alert['id']}").json()
     assert done["state"] == "open"
     assert done["first_bad_commit"] == sha_for(first_bad)
+    # The bisected commit names its alert in the API, though the alert was found at the head.
+    at_culprit = admin.get("/api/v1/alerts", params={"commit": sha_for(first_bad)}).json()
+    assert [a["id"] for a in at_culprit] == [alert["id"]]
     assert done["bisect"]["state"] == "done"
     assert done["bisect"]["good"] == sha_for("p2")
     assert done["bisect"]["bad"] == sha_for("p3")
