@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
@@ -31,6 +31,7 @@ from service.api.routes import (
     webhooks,
 )
 from service.api.small_bodies import SmallBodies
+from service.api.strict_query import refuse_unknown_query
 from service.core.db import engine_for, health_engine, session_factory
 from service.core.migrate import head_revision, upgrade
 from service.core.runtime import tune_garbage_collector
@@ -116,7 +117,13 @@ def create_app(settings: Settings | None = None, *, migrate: bool | None = None)
         compare,
         alerts,
     )
-    for module in (*routers, *PAGES):
+    # The API's routes refuse a query parameter they do not take; not the pages (a link may
+    # carry any), nor what a scraper or GitHub calls (their query is theirs to extend).
+    strict = [Depends(refuse_unknown_query)]
+    for module in routers:
+        loose = module in (prometheus, webhooks)
+        app.include_router(module.router, dependencies=None if loose else strict)
+    for module in PAGES:
         app.include_router(module.router)
     # After the pages' routes, which serve plotly.js under /static/vendor/ themselves.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
