@@ -15,6 +15,7 @@ from pydantic_settings import SettingsError
 from sqlalchemy.exc import OperationalError
 
 from service import cli_admin, cli_import
+from service.core.db import db_cause
 from service.core.logging import configure_logging
 from service.core.settings import Settings
 
@@ -95,8 +96,14 @@ def _check_schema(settings: Settings) -> None:
     engine = engine_for(settings)
     try:
         _, current = ping_engine(engine)
-    except Exception:  # unreachable: serve anyway, /healthz and every answer say so (503)
-        return
+    except OperationalError as exc:
+        # A service that started on a database it cannot reach logged tracebacks from its
+        # loops every few seconds; a supervisor restarts one that exits, and the log says why.
+        where = engine.url.render_as_string(hide_password=True)
+        raise cli_admin.CliError(
+            f"the database at {where} does not answer ({db_cause(exc)}): check "
+            "KERNELWATCH_DATABASE_URL and that the server runs; not serving"
+        ) from None
     finally:
         engine.dispose()
     if settings.is_sqlite and (current is None or current in known_revisions()):
@@ -178,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernelwatch: {exc}", file=sys.stderr)
         return 1
     except OperationalError as exc:
-        reason = str(exc.orig or exc).strip().splitlines()[0]
-        print(f"kernelwatch: the database does not answer ({reason}): check "
+        print(f"kernelwatch: the database does not answer ({db_cause(exc)}): check "
               "KERNELWATCH_DATABASE_URL and that the server runs", file=sys.stderr)  # fmt: skip
         return 1
     except OSError as exc:

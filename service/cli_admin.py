@@ -10,12 +10,13 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from service.core import clone_urls
 from service.core.db import engine_for, session_factory
 from service.core.errors import Conflict, NotFound
-from service.core.migrate import upgrade
+from service.core.migrate import head_revision, schema_problem, upgrade
 from service.core.settings import Settings
 from service.core.tokens import new_token, token_hash
 from service.models import Repository
@@ -24,6 +25,7 @@ from service.schemas.document import Name
 from service.schemas.jobs import JobCreate, check_labels
 from service.store.jobs import queue, runners
 from service.store.reads import queries
+from service.store.reads.queries import ping_engine
 from service.store.upsert import get_or_create
 
 _LABEL = re.compile(r"^[\w.-]{1,100}=[^,]{0,200}$")
@@ -77,12 +79,28 @@ def parse_labels(text: str) -> dict[str, str]:
         raise CliError(f"labels {text!r}: {exc}") from None
 
 
+def usable_engine(settings: Settings) -> Engine:
+    """The database's engine, its schema at this kernelwatch's head: the embedded SQLite
+    migrates itself, quietly, as `serve` does; PostgreSQL is migrated by `kernelwatch db
+    upgrade`, and a schema behind (or none) says so in one line (CliError), not with the
+    first query's UndefinedTable."""
+    engine = engine_for(settings)
+    try:
+        if settings.is_sqlite:
+            upgrade(engine, quiet=True)
+        else:
+            _, current = ping_engine(engine)
+            if problem := schema_problem(current, head_revision()):
+                raise CliError(problem)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
+
+
 @contextmanager
 def _session(settings: Settings) -> Iterator[Session]:
-    engine = engine_for(settings)
-    if settings.is_sqlite:
-        # The embedded database migrates itself, as the service does on start, quietly.
-        upgrade(engine, quiet=True)
+    engine = usable_engine(settings)
     try:
         with session_factory(engine)() as session, session.begin():
             yield session

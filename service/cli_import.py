@@ -7,10 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
-from service.cli_admin import CliError, validated
-from service.core.db import engine_for, session_factory
+from service.cli_admin import CliError, usable_engine, validated
+from service.core.db import session_factory
 from service.core.errors import DomainError
-from service.core.migrate import upgrade
 from service.core.settings import Settings
 from service.runs import importing
 from service.runs.imports import ImportFileError
@@ -64,10 +63,8 @@ def import_results(args: argparse.Namespace, settings: Settings) -> int:
         doc, raw = importing.document(target, data, samples)
     except ImportFileError as exc:
         raise CliError(f"{path}: cannot import as {target.format}: {exc}") from None
-    engine = engine_for(settings)
+    engine = usable_engine(settings)
     try:
-        if settings.is_sqlite:
-            upgrade(engine, quiet=True)  # the embedded database migrates itself, as serve does
         outcome = importing.store(session_factory(engine), doc, raw)
     except DomainError as exc:
         raise CliError(f"{path}: {exc.detail}") from None

@@ -141,3 +141,10 @@ def one_writer(factory: sessionmaker[Session]) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def db_cause(exc: BaseException) -> str:
+    """The driver's own first line of why (a host that does not resolve, a database that does
+    not exist, a password refused), without SQLAlchemy's statement and links."""
+    reason = str(getattr(exc, "orig", None) or exc).strip()
+    return (reason.splitlines() or [type(exc).__name__])[0][:300]

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:
@@ -162,3 +163,52 @@ def test_bad_arguments_get_one_line_and_change_nothing(
             counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                       for t in ("jobs", "repositories", "runners")]  # fmt: skip
         assert counts == [0, 0, 0]
+
+
+def test_serve_refuses_a_database_it_cannot_reach_in_one_line(tmp_path: Path) -> None:
+    """Not "startup complete" and tracebacks from its loops: exit 1, the cause named."""
+    env = _env(tmp_path, KERNELWATCH_DATABASE_URL="postgresql://kw@127.0.0.1:9/kernelwatch",
+               KERNELWATCH_DATABASE_CONNECT_TIMEOUT_SECONDS="2")  # fmt: skip
+    done = subprocess.run([BIN / "kernelwatch", "serve", "--port", str(_free_port())], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("kernelwatch: the database at postgresql+psycopg://kw@127.0.0.1:9/")
+    assert "does not answer (" in line and line.endswith("; not serving"), line
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.postgres
+def test_admin_commands_on_a_database_with_no_schema_say_what_to_run(tmp_path: Path) -> None:
+    """runner-token, enqueue, repo and import on a PostgreSQL never migrated: one line naming
+    `kernelwatch db upgrade`, exit 1, no UndefinedTable traceback."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from tests.conftest import _postgres_admin_url
+
+    admin_url = _postgres_admin_url()
+    if admin_url is None:
+        pytest.skip("KERNELWATCH_TEST_POSTGRES_URL is not set")
+    name = f"kw_empty_{os.getpid()}"
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        url = make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+        env = _env(tmp_path, KERNELWATCH_DATABASE_URL=url)
+        bench = next((ROOT / "tests/service/runs/fixtures/gbench").glob("*.json"))
+        for args in (["runner-token", "create", "gpu-1"],
+                     ["enqueue", "--repo", "acme/k", "--sha", SHA],
+                     ["repo", "runner-labels", "acme/k"],
+                     ["import", "--format", "gbench", "--repo", "acme/k", "--commit", SHA,
+                      str(bench)]):  # fmt: skip
+            done = subprocess.run([BIN / "kernelwatch", *args], env=env, capture_output=True,
+                                  text=True, timeout=60)  # fmt: skip
+            assert done.returncode == 1, (args, done.stderr)
+            (line,) = done.stderr.strip().splitlines()
+            assert "run `kernelwatch db upgrade` first" in line, (args, line)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

@@ -11,7 +11,7 @@ from fastapi.responses import JSONResponse
 
 from service.api.deps import SettingsDep
 from service.api.errors import RETRY_AFTER_SECONDS
-from service.core.db import HEALTH_SECONDS
+from service.core.db import HEALTH_SECONDS, db_cause
 from service.core.migrate import schema_problem
 from service.store.reads import queries
 
@@ -42,7 +42,7 @@ async def _ping(request: Request) -> str:
             problem = schema_problem(revision, request.app.state.schema_head)
             return f"{UNUSABLE}: {problem}" if problem else dialect
         except Exception as exc:  # down, frozen (statement timeout), out of connections
-            return f"unreachable: {type(exc).__name__}"
+            return f"unreachable: {type(exc).__name__}: {db_cause(exc)}"
     return f"unreachable: no answer within {HEALTH_SECONDS * 0.8:.1f} s"
 
 
