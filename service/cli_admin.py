@@ -180,6 +180,9 @@ def repo_runner_labels(args: argparse.Namespace, settings: Settings) -> int:
     validated(JobCreate, repository=args.name, sha="0" * 40, clone_url=args.clone_url)
     _check_clone_url(args.clone_url, settings)
     with _session(settings) as session:
+        if queries.repository_or_none(session, args.name) is None and not args.clone_url:
+            # A typo of a name would register a repository no push ever reaches.
+            raise CliError(f"no repository {args.name!r}; pass --clone-url to register it")
         runners.label_sets(session, args.name, args.clone_url, label_sets)
     print(f"{args.name}: each pushed commit queues {len(label_sets)} job(s): {label_sets}")
     return 0
