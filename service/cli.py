@@ -190,8 +190,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as exc:
         where = exc.filename or settings.data_dir
-        print(f"kernelwatch: {exc.strerror or exc}: {where} (KERNELWATCH_DATA_DIR must be a folder "
-              "this user can create and write)", file=sys.stderr)  # fmt: skip
+        why = str(exc.strerror or exc)
+        hint = (
+            ""
+            if "KERNELWATCH_" in why
+            else (" (KERNELWATCH_DATA_DIR must be a folder this user can create and write)")
+        )
+        print(f"kernelwatch: {why}: {where}{hint}", file=sys.stderr)
         return 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import math
 from collections.abc import Iterator
@@ -108,6 +109,19 @@ def health_engine(settings: Settings) -> Engine:
 
 
 def engine_for(settings: Settings) -> Engine:
+    """The engine of the service's database. A SQLite file that KERNELWATCH_DATABASE_URL names
+    must be in a folder that exists (the default one, in KERNELWATCH_DATA_DIR, is made): a typo
+    in a path would otherwise make folders, and a database nobody reads, where it points."""
+    url = make_url(settings.effective_database_url)
+    if settings.database_url and url.get_backend_name() == "sqlite" and url.database:
+        folder = Path(url.database).parent
+        if url.database != ":memory:" and not folder.is_dir():
+            raise FileNotFoundError(
+                errno.ENOENT,
+                "the folder of the SQLite database KERNELWATCH_DATABASE_URL names does not "
+                "exist (create it, or name another)",
+                str(folder),
+            )
     timeouts = Timeouts(
         connect=settings.database_connect_timeout_seconds,
         statement=settings.database_statement_timeout_seconds,

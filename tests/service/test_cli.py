@@ -218,3 +218,19 @@ def test_admin_commands_on_a_database_with_no_schema_say_what_to_run(tmp_path: P
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_db_upgrade_makes_no_folder_a_database_url_names(tmp_path: Path) -> None:
+    """A typo in KERNELWATCH_DATABASE_URL's path: one line, and nothing made where it points
+    (the default database's folder, KERNELWATCH_DATA_DIR, is made: the first test above)."""
+    missing = tmp_path / "no" / "such" / "dir"
+    env = _env(tmp_path, KERNELWATCH_DATABASE_URL=f"sqlite:///{missing}/x.db")
+    done = subprocess.run([BIN / "kernelwatch", "db", "upgrade"], env=env, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (
+        "kernelwatch: the folder of the SQLite database KERNELWATCH_DATABASE_URL names does not "
+        f"exist (create it, or name another): {missing}"
+    )
+    assert not (tmp_path / "no").exists()
