@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -130,6 +131,21 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if document["status"] == "succeeded" else 1
 
 
+def server_url(text: str) -> str:
+    """A service's base URL as an argument: http(s), a host, a port that can exist (one that
+    cannot was retried for ever)."""
+    parsed = urllib.parse.urlsplit(text.strip())
+    try:
+        parsed.port  # noqa: B018 (it raises on a port out of range)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the port must be 1 to 65535") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no service URL: give http(s)://HOST[:PORT], e.g. https://kw.example.com"
+        )
+    return text.strip().rstrip("/")
+
+
 def _add_agent(subparsers: argparse._SubParsersAction) -> None:
     sub = subparsers.add_parser(
         "agent",
@@ -138,7 +154,9 @@ def _add_agent(subparsers: argparse._SubParsersAction) -> None:
         "(which finishes or releases the current job). Results wait in the spool while the "
         "service is unreachable.",
     )
-    sub.add_argument("--server", required=True, help="e.g. https://kernelwatch.example.com")
+    sub.add_argument(
+        "--server", required=True, type=server_url, help="e.g. https://kernelwatch.example.com"
+    )
     sub.add_argument(
         "--token",
         default=os.environ.get("KERNELWATCH_RUNNER_TOKEN"),
@@ -330,7 +348,9 @@ def _add_doctor(subparsers: argparse._SubParsersAction) -> None:
         description="One line per check: ok, missing or wrong, with the fix. Exit code 0 only "
         "when the host can run jobs; optional pieces (nvcc, ncu, cupti-python) are marked so.",
     )
-    sub.add_argument("--server", help="also check the service: reachable, and the token taken")
+    sub.add_argument(
+        "--server", type=server_url, help="also check the service: reachable, and the token taken"
+    )
     sub.add_argument(
         "--token",
         default=os.environ.get("KERNELWATCH_RUNNER_TOKEN"),
