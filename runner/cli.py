@@ -278,7 +278,11 @@ def _add_list(subparsers: argparse._SubParsersAction) -> None:
     sub.add_argument(
         "--repo", default=".", help="a local repository path or a clone URL (default: here)"
     )
-    sub.add_argument("--commit", default="HEAD", help="with a clone URL: a sha, branch or tag")
+    sub.add_argument(
+        "--commit",
+        help="a sha, branch or tag (default: a clone URL's HEAD; a local path's working tree "
+        "as it is)",
+    )
     sub.add_argument("--cache", type=Path, help="clones (~/.cache/kernelwatch)")
     sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
     sub.set_defaults(handler=_list)
@@ -295,14 +299,18 @@ def _list(args: argparse.Namespace) -> int:
 
     from runner.host.checks import DEFAULT_CACHE
     from runner.measure.phase import run_phase
-    from runner.suite.checkout import Checkouts
+    from runner.suite.checkout import Checkouts, _git
     from runner.suite.load import SuiteError, load_suite
 
     tree = None
     try:
-        if _is_url(args.repo):  # as `run` takes it: the suite at a commit of a clone
+        if _is_url(args.repo) or args.commit:  # as `run` takes it: the suite at a commit
+            source, rev = args.repo, args.commit or "HEAD"
+            if not _is_url(args.repo):  # the local repository's own name for it, resolved there
+                source = str(Path(args.repo).resolve())
+                rev = _git("rev-parse", "--verify", f"{rev}^{{commit}}", cwd=Path(source)).strip()
             checkouts = Checkouts(args.cache or DEFAULT_CACHE)
-            tree, _ = checkouts.worktree(args.repo, args.commit, f"list-{os.getpid()}")
+            tree, _ = checkouts.worktree(source, rev, f"list-{os.getpid()}")
         suite = load_suite(tree or Path(args.repo).resolve())
         listing = run_phase(suite, "list", []).listing
     except (SuiteError, RuntimeError) as exc:  # CheckoutError is a RuntimeError

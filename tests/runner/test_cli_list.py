@@ -42,3 +42,29 @@ def test_a_terminal_table_cuts_no_id(columns: int) -> None:
     assert "…" not in shown
     missing = [i for i in _ids() if i not in shown]
     assert missing == [], missing
+
+
+def test_list_at_a_commit_of_a_local_repository_lists_that_commit(tmp_path: Path) -> None:
+    """`--commit HEAD~1` of a local path is that commit's suite, not the working tree's; a
+    name that is no commit is one line."""
+    from tests.runner.gitrepo import commit_all, cpu_suite_repo
+
+    repo, _, _ = cpu_suite_repo(tmp_path / "repo")
+    module = repo / "cpu_kernels.py"
+    module.write_text(module.read_text().replace(
+        'Workload("fma", 512, ("fast",))]', 'Workload("fma", 512, ("fast",)), '
+        'Workload("fma", 1024, ("fast",))]'))  # fmt: skip
+    commit_all(repo, "one more size")
+
+    def ids(*extra: str) -> list[str]:
+        done = subprocess.run([RUNNER, "list", "--repo", str(repo), "--json", *extra],
+                              capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return [w["id"] for w in json.loads(done.stdout)]
+
+    assert ids() == ["fma[n=256]", "fma[n=512]", "fma[n=1024]"]
+    assert ids("--commit", "HEAD~1") == ["fma[n=256]", "fma[n=512]"]
+    bad = subprocess.run([RUNNER, "list", "--repo", str(repo), "--commit", "nosuch"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bad.returncode != 0 and "nosuch" in bad.stderr.strip().splitlines()[-1]
