@@ -299,7 +299,7 @@ def _list(args: argparse.Namespace) -> int:
 
     from runner.host.checks import DEFAULT_CACHE
     from runner.measure.phase import run_phase
-    from runner.suite.checkout import Checkouts, _git
+    from runner.suite.checkout import Checkouts, _git, local_problem
     from runner.suite.load import SuiteError, load_suite
 
     tree = None
@@ -311,6 +311,8 @@ def _list(args: argparse.Namespace) -> int:
                 rev = _git("rev-parse", "--verify", f"{rev}^{{commit}}", cwd=Path(source)).strip()
             checkouts = Checkouts(args.cache or DEFAULT_CACHE)
             tree, _ = checkouts.worktree(source, rev, f"list-{os.getpid()}")
+        if tree is None and (problem := local_problem(args.repo, repository=False)):
+            raise SuiteError(problem)
         suite = load_suite(tree or Path(args.repo).resolve())
         listing = run_phase(suite, "list", []).listing
     except (SuiteError, RuntimeError) as exc:  # CheckoutError is a RuntimeError

@@ -95,6 +95,25 @@ def commit_info(repo: Path, rev: str) -> CommitInfo:
     )
 
 
+def local_problem(source: str, repository: bool = True) -> str | None:
+    """Why a local path cannot be what --repo names (None for a URL or a path that can): git
+    said only "repository ... does not exist" of a folder that does but is no repository."""
+    if "://" in source or source.startswith("git@"):
+        return None
+    path = Path(source)
+    if not path.exists():
+        return f"{source} does not exist"
+    if not path.is_dir():
+        return f"{source} is a file: --repo takes the repository's folder (or a clone URL)"
+    if repository:
+        done = subprocess.run(["git", "-C", str(path), "rev-parse", "--git-dir"],
+                              capture_output=True, text=True, check=False)  # fmt: skip
+        if done.returncode != 0:
+            return (f"{source} is a folder but no git repository: `git init` it and commit the "
+                    "suite, or point --repo at the repository")  # fmt: skip
+    return None
+
+
 class Checkouts:
     """Clones under `cache_dir/repos`, worktrees under `cache_dir/worktrees`; `local`: whether
     a path (or file:// URL) may be cloned, as a person's own `run --repo .` may and a job
@@ -108,6 +127,8 @@ class Checkouts:
 
     def clone_for(self, source: str) -> Path:
         """The cached bare clone of `source` (a URL or a path), fetched up to date."""
+        if (problem := local_problem(source)) is not None:
+            raise CheckoutError(problem)
         key = hashlib.sha256(source.encode()).hexdigest()[:16]
         name = re.sub(r"[^\w.-]+", "_", source.rstrip("/").rsplit("/", 1)[-1])[:40]
         clone = self.cache_dir / "repos" / f"{name}-{key}.git"
