@@ -46,6 +46,6 @@ def test_unknown_commits_and_repositories_are_clear_errors(tmp_path: Path) -> No
     checkouts = Checkouts(tmp_path / "cache")
     with pytest.raises(CheckoutError, match="failed"):
         checkouts.worktree(str(repo), "f" * 40, "job")
-    with pytest.raises(CheckoutError, match="clone"):
+    with pytest.raises(CheckoutError, match="nowhere does not exist"):
         checkouts.worktree(str(tmp_path / "nowhere"), "HEAD", "job")
     assert git(repo, "status", "--porcelain") == ""
