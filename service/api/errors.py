@@ -138,18 +138,20 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(SqlTimeoutError)
-    async def _database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    async def _database_unavailable(request: Request, exc: Exception) -> Response:
         # Down, frozen, out of connections or a statement cancelled by its timeout: the
         # request may well work again shortly, so 503 and when to try, never 500.
         log.warning("database unavailable on %s %s: %s", request.method, request.url.path,
                     str(exc).splitlines()[0][:300])  # fmt: skip
-        return JSONResponse(
-            status_code=503,
-            content={
-                "detail": f"the database is unavailable ({type(exc).__name__}); try again shortly"
-            },
-            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
-        )
+        detail = f"the database is unavailable ({type(exc).__name__}); try again shortly"
+        retry = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        if _is_page(request):  # a page: words on a page, as the README promises
+            from service.pages.render import error_page
+
+            page = error_page(request, 503, detail)
+            page.headers.update(retry)
+            return page
+        return JSONResponse(status_code=503, content={"detail": detail}, headers=retry)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -70,7 +70,8 @@ def render(
 def error_page(request: Request, status: int, detail: str) -> HTMLResponse:
     """A readable page for the errors the JSON twins answer as {"detail": ...} (the app's error
     handlers call it for a page's request: service/api/errors.py)."""
-    titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 422: "Invalid request"}
+    titles = {400: "Bad request", 404: "Not found", 409: "Conflict", 422: "Invalid request",
+              503: "Unavailable for a moment"}  # fmt: skip
     return render(
         request,
         "error.html",

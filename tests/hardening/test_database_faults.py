@@ -41,9 +41,14 @@ def test_a_database_that_is_down_answers_503_in_time(tmp_path: object) -> None:
         health = httpx.get(f"{live.url}/healthz", timeout=30)
         runners = httpx.get(f"{live.url}/api/v1/runners", timeout=30,
                             headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})  # fmt: skip
+        page = httpx.get(f"{live.url}/alerts", timeout=30)
         took = time.monotonic() - started
+    # A page says it on a page (its JSON twin in JSON), with when to come back.
+    assert page.status_code == 503 and page.headers["content-type"].startswith("text/html")
+    assert "the database is unavailable" in page.text and page.headers["Retry-After"] == "5"
     assert health.status_code == 503 and health.headers["Retry-After"]
-    assert health.json()["detail"].startswith("database unreachable: OperationalError")
+    assert health.json()["detail"].startswith("database unreachable: OperationalError: ")
+    assert "127.0.0.1" in health.json()["detail"]  # the driver's cause, not the class alone
     assert runners.status_code == 503 and runners.headers["Retry-After"] == "5"
     assert "the database is unavailable" in runners.json()["detail"]
     assert took < 10
