@@ -91,12 +91,26 @@ def probe_gpu(python: str = sys.executable, timeout: float = 60.0) -> dict:
         return {"wrong": lines[-1][-300:]}
 
 
+# What the CUDA runtime says where a host has CuPy and no working driver.
+DRIVER_ERRORS = {
+    "cudaErrorInsufficientDriver": "no NVIDIA driver, or one older than CuPy's CUDA runtime",
+    "cudaErrorNoDevice": "no NVIDIA GPU visible to this process",
+    "CUDA_ERROR_NO_DEVICE": "no NVIDIA GPU visible to this process",
+    "libcuda.so": "no NVIDIA driver (libcuda.so cannot be loaded)",
+}
+
+
 def gpu_checks(gpu: dict) -> list[Check]:
     """CuPy, the GPU and the CUDA versions, from `probe_gpu`'s answer."""
     if "missing" in gpu:
         return [Check("cupy", "missing", gpu["missing"], CUPY_INSTALL)]
     if "wrong" in gpu:
-        return [Check("gpu", "wrong", gpu["wrong"], "check the NVIDIA driver: nvidia-smi")]
+        said = str(gpu["wrong"])
+        for code, words in DRIVER_ERRORS.items():
+            if code in said:  # CUDA's error name, in words a person acts on
+                return [Check("gpu", "missing", f"{words} ({code})",
+                              "install the NVIDIA driver (nvidia-smi must answer)")]  # fmt: skip
+        return [Check("gpu", "wrong", said, "check the NVIDIA driver: nvidia-smi")]
     if not gpu.get("count"):
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         hint = f"CUDA_VISIBLE_DEVICES={visible!r} hides them" if visible is not None else (

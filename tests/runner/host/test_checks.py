@@ -34,8 +34,9 @@ def test_a_working_gpu_stack_is_three_ok_lines() -> None:
     [
         ({"missing": "ModuleNotFoundError: No module named 'cupy'"}, "cupy", "missing",
          "kernelwatch[runner-cuda13]"),
-        ({"wrong": "CUDARuntimeError: cudaErrorInsufficientDriver"}, "gpu", "wrong",
-         "nvidia-smi"),
+        ({"wrong": "CUDARuntimeError: cudaErrorInsufficientDriver"}, "gpu", "missing",
+         "install the NVIDIA driver"),
+        ({"wrong": "Segmentation fault"}, "gpu", "wrong", "nvidia-smi"),
         ({**H100, "count": 0}, "gpu", "missing", "driver"),
         ({**H100, "runtime": 13000, "driver": 12080}, "cuda", "wrong", "runner-cuda12"),
     ],
@@ -208,3 +209,9 @@ def test_the_runner_host_page_says_what_the_code_does() -> None:
         assert f"exit code {code}" in said or f"exit with code {code}" in said, code
     assert f"`{cli.CPU_ENV}=1`" in page and "kernelwatch-runner agent --cpu" in page
     assert "ExecStart=/opt/kernelwatch/bin/kernelwatch-runner agent" in page
+
+
+def test_a_host_with_cupy_and_no_driver_is_told_so_in_words() -> None:
+    (check,) = gpu_checks({"wrong": "CUDARuntimeError: cudaErrorInsufficientDriver: ..."})
+    assert check.detail == ("no NVIDIA driver, or one older than CuPy's CUDA runtime "
+                            "(cudaErrorInsufficientDriver)")  # fmt: skip
