@@ -21,12 +21,17 @@ from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as hypothesis_settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis.generation.modes import GenerationMode
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.specs.openapi.checks import (
+    negative_data_rejection,
+    positive_data_acceptance,
+)
+from sqlalchemy import Engine
 
 from service.api.app import create_app
 from service.core.settings import Settings
 from tests.conftest import ADMIN_TOKEN
 from tests.live_server import LiveServer
+from tests.service.store.jobs.test_queue import make_runner
 
 EXAMPLES = int(os.environ.get("KERNELWATCH_OPENAPI_EXAMPLES", "6"))
 POSITIVE_DATA_BEYOND_SCHEMA = {
@@ -52,16 +57,20 @@ POSITIVE_DATA_BEYOND_SCHEMA = {
 }
 
 
+READ_TOKEN = "openapi-read-token-" + "r" * 24
+
+
 @pytest.fixture
 def live(settings: Settings) -> Iterator[LiveServer]:
     settings.webhook_secret = "openapi-secret"  # else the webhook answers 503: webhooks off
     settings.allow_local_clone_urls = False  # the default, whose clone URLs have a pattern
+    settings.read_token = READ_TOKEN  # private reads: each token's answers as described
     with LiveServer(create_app(settings, migrate=False)) as server:
         yield server
 
 
 def _run(operation: Any, mode: GenerationMode, live: LiveServer, http: requests.Session,
-         excluded: list[Any], failures: dict[str, str]) -> None:  # fmt: skip
+         excluded: list[Any], failures: dict[str, str], token: str) -> None:  # fmt: skip
     """EXAMPLES cases of `operation` in `mode`, every check but `excluded` on each answer; the
     first failure (per operation and mode) into `failures`."""
     key = f"{operation.method.upper()} {operation.path} ({mode.name.lower()})"
@@ -76,7 +85,7 @@ def _run(operation: Any, mode: GenerationMode, live: LiveServer, http: requests.
         try:
             case.call_and_validate(
                 base_url=live.url, session=http, excluded_checks=excluded,
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                headers={"Authorization": f"Bearer {token}"},
             )  # fmt: skip
         except BaseException as exc:  # schemathesis' failure groups
             failures.setdefault(key, str(exc)[:1500])
@@ -86,16 +95,37 @@ def _run(operation: Any, mode: GenerationMode, live: LiveServer, http: requests.
         one()
 
 
-def test_every_operation_answers_as_its_description_says(live: LiveServer) -> None:
+@pytest.mark.parametrize("who", ["admin", "runner", "reader"])
+def test_every_operation_answers_as_its_description_says(
+    live: LiveServer, engine: Engine, who: str
+) -> None:
+    """With each of the three tokens: what a token may not do is a 401 or 403 its description
+    names, never another answer."""
+    token = {"admin": ADMIN_TOKEN, "reader": READ_TOKEN}.get(who) or make_runner(engine, "oa")
     schema = schemathesis.openapi.from_dict(live.app.openapi())
     http = requests.Session()
     failures: dict[str, str] = {}
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 25
+    described = live.app.openapi()["paths"]
     for operation in operations:
         label = f"{operation.method.upper()} {operation.path}"
         excluded = [positive_data_acceptance] if label in POSITIVE_DATA_BEYOND_SCHEMA else []
+        if _repeatable_query(described[operation.path][operation.method.lower()]):
+            # One value of a repeatable query parameter (?kernel=a) is an array of one: what
+            # schemathesis sends as "a string where an array goes" is a valid request.
+            excluded.append(negative_data_rejection)
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            _run(operation, mode, live, http, excluded, failures)
+            _run(operation, mode, live, http, excluded, failures, token)
     http.close()
     assert failures == {}, "\n\n".join(f"{k}: {v}" for k, v in failures.items())
+
+
+def _repeatable_query(operation: dict[str, Any]) -> bool:
+    """Whether the operation takes a query parameter given as an array (repeated)."""
+    for parameter in operation.get("parameters", []):
+        schema = parameter.get("schema", {})
+        options = schema.get("anyOf", [schema])
+        if parameter.get("in") == "query" and any(o.get("type") == "array" for o in options):
+            return True
+    return False
