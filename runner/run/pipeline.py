@@ -18,7 +18,8 @@ With 6 processes, two pairs of runs of the same commit (benchmarks/runner_cost.p
 every workload of >= 50 us within 0.7%.
 
 Long launches whose processes sat apart in those (a register-spilling SGEMM's by up to 5% on an
-H200) are timed again, in fresh processes of their own (runner.run.wandering).
+H200) are timed again, in fresh processes of their own: against the run's base, interleaved,
+where it has one (runner.run.paired), else alone (runner.run.wandering).
 
 In every timing process the CUPTI-timed workloads (declared for launches of a few us) come
 first (timing_order). Timed after longer workloads, a ~4 us kernel took on an offset that lasted
