@@ -524,9 +524,9 @@ MUTATIONS = [
     ),
     (
         "a doubtful launch is timed against the run's base, interleaved",
-        "runner/run/pipeline.py",
-        "    if base is not None:\n        against = _time_against_base(",
-        "    if False:\n        against = _time_against_base(",
+        "runner/run/doubtful.py",
+        "    if base is not None:\n        against = time_against_base(",
+        "    if False:\n        against = time_against_base(",
         "tests/runner/run/test_paired.py",
     ),
     (

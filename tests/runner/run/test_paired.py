@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.measure.phase import Outcome
-from runner.run import paired, pipeline
+from runner.run import doubtful, paired, pipeline
 from runner.run.paired import MIN_PAIRS, PAIR_ENV, base_revision, paired_timing
 from runner.run.pipeline import RunRequest, execute
 from runner.run.wandering import WANDER_PROCESSES_ENV
@@ -68,6 +68,7 @@ def _gpu_like(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[str]
         return phase
 
     monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(doubtful, "run_phase", run_phase)
     monkeypatch.setattr(paired, "run_phase", run_phase)
     monkeypatch.setenv("KW_FIXTURE_MISBEHAVE", "wander")
     monkeypatch.delenv(WANDER_PROCESSES_ENV, raising=False)
