@@ -98,7 +98,7 @@ def commit_info(repo: Path, rev: str) -> CommitInfo:
 def local_problem(source: str, repository: bool = True) -> str | None:
     """Why a local path cannot be what --repo names (None for a URL or a path that can): git
     said only "repository ... does not exist" of a folder that does but is no repository."""
-    if "://" in source or source.startswith("git@"):
+    if ":" in source:  # a URL, host:path, a transport:: (git names and refuses those itself)
         return None
     path = Path(source)
     if not path.exists():
