@@ -655,6 +655,29 @@ MUTATIONS = [
         "tests/service/histories/test_redefined_workload.py::test_a_redefinition_inside_a_push_of_"
         "three_commits_is_bisected_to_its_commit",
     ),
+    # Issue 47 item 2: the compiler's knob the author turned, named first.
+    (
+        "a change of a kernel's compiled knobs is named first in the alert",
+        "service/evaluation/alerts/attribution_text.py",
+        "    lead += [knobs.describe(turned)] if turned else []",
+        "    lead += []",
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_the_compilers_knob_the_author_"
+        "turned_is_named_first",
+    ),
+    (
+        "a kernel ptxas reported leaves its registers and shared memory to that report",
+        "service/analysis/knobs.py",
+        "        skip = PTXAS_FACTS if kernel in ptxas else ()",
+        "        skip = ()",
+        "tests/service/analysis/test_knobs.py",
+    ),
+    (
+        "a compiled fact one side does not know is no change",
+        "service/analysis/knobs.py",
+        "        if b is None or h is None or b == h",
+        "        if b == h",
+        "tests/service/analysis/test_knobs.py",
+    ),
 ]
 
 

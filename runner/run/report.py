@@ -14,6 +14,9 @@ from runner.suite.build import BuildOutcome
 from runner.suite.checkout import CommitInfo
 
 SCHEMA_VERSION = 1
+# What a check worker returns beside the correctness: the launch's signature (for ncu's reuse)
+# and what the compiler made of its kernels (the document's `compiled`).
+NOT_CORRECTNESS = ("signature", "compiled")
 
 
 @dataclass
@@ -117,8 +120,10 @@ def workload_section(record: WorkloadRecord) -> dict[str, Any]:
         out["error"] = check.error[-8000:]
     else:
         result = check.result
-        out["correctness"] = {k: v for k, v in result.items() if k != "signature"} \
+        out["correctness"] = {k: v for k, v in result.items() if k not in NOT_CORRECTNESS} \
             if result else result  # fmt: skip
+        if result and result.get("compiled"):
+            out["compiled"] = result["compiled"]
         out["status"] = "ok" if record.passed else "correctness_failed"
         if not record.passed:
             error = check.result.get("error_norm") if check.result else None

@@ -42,6 +42,9 @@ LAUNCH_FIELDS = {  # key -> the record's attribute names (cupti-python's, then t
     "static_shared": (("static_shared_memory", "staticSharedMemory"),),
     "registers": (("registers_per_thread", "registersPerThread"),),
 }
+# Read where CUPTI gives them, for what the compiler made of a kernel (runner.worker.compiled);
+# not part of the signature, which stays what it was.
+EXTRA_FIELDS = {"local_bytes": ("local_memory_per_thread", "localMemoryPerThread")}
 PLAIN = (bool, int, float, str, type(None))
 MAX_DEPTH = 4  # containers and own objects read below an attribute
 MAX_HELD = 4096
@@ -79,6 +82,17 @@ def launch_config(record: Any) -> dict[str, Any]:
     for key, fields in LAUNCH_FIELDS.items():
         values = [_field(record, names) for names in fields]
         out[key] = values if len(values) > 1 else values[0]
+    return out
+
+
+def extra_facts(record: Any) -> dict[str, int]:
+    """What else the record says of the kernel (EXTRA_FIELDS), where it says it."""
+    out = {}
+    for key, names in EXTRA_FIELDS.items():
+        try:
+            out[key] = _field(record, names)
+        except Unavailable:
+            continue
     return out
 
 
@@ -179,6 +193,8 @@ class LaunchRecorder:
         self.cupti = cupti
         self.images: list[tuple[dict[str, str], bytes]] = []
         self.records: list[tuple[int, dict[str, Any]]] = []  # (start, launch configuration)
+        # The last launch's kernels in order, each with its extra facts (EXTRA_FIELDS).
+        self.launched: list[dict[str, Any]] = []
         self.problem = ""
         self.subscriber = cupti.subscribe(self._on_callback, None)
         domain = cupti.CallbackDomain.RESOURCE
@@ -218,7 +234,7 @@ class LaunchRecorder:
             if int(a.kind) != kind:
                 continue
             try:
-                self.records.append((int(a.start), launch_config(a)))
+                self.records.append((int(a.start), {**launch_config(a), **extra_facts(a)}))
             except Unavailable as exc:
                 self.problem = str(exc)
 
@@ -234,9 +250,11 @@ class LaunchRecorder:
         finally:
             self.cupti.activity_disable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
             self.cupti.activity_flush_all(1)
+        self.launched = [config for _, config in sorted(self.records, key=lambda r: r[0])]
         if self.problem:
             raise Unavailable(self.problem)
-        return [config for _, config in sorted(self.records, key=lambda r: r[0])]
+        extra = set(EXTRA_FIELDS)
+        return [{k: v for k, v in c.items() if k not in extra} for c in self.launched]
 
 
 def signature(
@@ -302,6 +320,7 @@ def launch_signature(w: Any, recorder: LaunchRecorder | str | None) -> dict:
 
     from runner.measure.sampling import prepare, timing_inputs
 
+    recorder.launched = []  # never an earlier workload's
     try:
         loaded = len(recorder.images)  # what this workload loads itself comes after
         instance = prepare(w, 0, timing_inputs("cuda"))

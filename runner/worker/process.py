@@ -33,6 +33,7 @@ from runner.measure.timers import make_timers
 from runner.suite.load import SuiteError, Timing, load_suite
 from runner.worker import launch_record
 from runner.worker.arrays import to_host
+from runner.worker.compiled import compiled_kernels
 
 
 class Protocol:
@@ -160,6 +161,8 @@ def handlers(
             result = normalize_check(check(w) if check else generic_check(w, seed))
             if recorder is not None and result["passed"]:  # a check on a GPU, signatures on
                 result["signature"] = launch_record.launch_signature(w, recorder)
+                if isinstance(recorder, launch_record.LaunchRecorder) and recorder.launched:
+                    result["compiled"] = compiled_kernels(recorder.launched)
             return result
 
         return checked

@@ -112,6 +112,8 @@ class RunWorkload(Base):
     ncu_note: Mapped[str] = mapped_column(Text, default="")
     # What the workload chose in `prepare` (name -> choice, e.g. an autotuner's config).
     choices: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
+    # The kernels the launch ran as their compiler left them (schemas.document.CompiledKernelIn).
+    compiled: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
 
 
 class CorrectnessOutcome(Base):

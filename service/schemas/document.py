@@ -319,6 +319,26 @@ class NcuIn(Strict):
         return _unique(kernels, "ncu.kernels")
 
 
+class CompiledKernelIn(Strict):
+    """One kernel a launch ran, as its compiler left it: what CUPTI saw of its launch (threads,
+    registers, shared and local memory per thread) and, for a Triton kernel, Triton's own
+    knobs (warps, pipeline stages, the config its autotuner chose, the target). A change of
+    these between two runs is the author's change, named first in an alert."""
+
+    kernel: KernelName
+    compiler: Literal["triton", "other"] = "other"
+    threads: Count | None = None
+    registers: Count | None = None
+    shared_bytes: Count | None = None
+    local_bytes: Count | None = Field(
+        default=None, description="local memory per thread: where registers spill"
+    )
+    num_warps: Count | None = None
+    num_stages: Count | None = None
+    config: ShortText = ""
+    target: Tag = ""
+
+
 class WorkloadIn(Strict):
     name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][\w.-]*$", max_length=200)]
     params: dict[Name, ParamValue] = Field(default_factory=dict)
@@ -334,6 +354,12 @@ class WorkloadIn(Strict):
     # What the workload chose when it was prepared (an autotuner's config per kernel): a change
     # of choice is a likely cause of a change of time.
     choices: dict[Name, ShortText] = Field(default_factory=dict, max_length=100)
+    compiled: list[CompiledKernelIn] = Field(default_factory=list, max_length=1000)
+
+    @field_validator("compiled")
+    @classmethod
+    def _each_compiled_once(cls, kernels: list[CompiledKernelIn]) -> list[CompiledKernelIn]:
+        return _unique(kernels, "compiled")
 
     @field_validator("params")
     @classmethod

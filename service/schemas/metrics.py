@@ -8,6 +8,8 @@ from typing import Any, Literal, NotRequired
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
+from service.schemas.document import CompiledKernelIn
+
 # The pages show these as percentages; the API's numbers are fractions, and say so.
 CHANGE = "relative change as a fraction: 0.05 is +5%"
 FRACTION = "as a fraction: 0.05 is 5%"
@@ -230,6 +232,12 @@ class WorkloadPublic(BaseModel):
     ncu_status: str | None
     ncu_note: str
     kernels: list[KernelPublic]
+    compiled: list[CompiledKernelIn] = Field(
+        default_factory=list,
+        description="the kernels the launch ran as their compiler left them (Triton's "
+        "num_warps, num_stages and autotuned config; threads, registers, shared and local "
+        "memory per thread from CUPTI)",
+    )
 
 
 class CommitMetrics(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis import host_time, kernel_names, software
+from service.analysis import host_time, kernel_names, knobs, software
 from service.analysis.causes import DRAM, DURATION, L1_SECTORS, candidates, rank
 from service.analysis.kernel_set import kernel_set_change
 from service.analysis.work import determinants
@@ -50,6 +50,7 @@ class _Side:
         self.resources: dict[str, dict[str, int]] = {}
         self.kernels: list[str] = []
         self.choices: dict[str, str] = {}  # what the workload chose in `prepare`
+        self.compiled: dict[str, dict[str, Any]] = {}  # per kernel, as its compiler left it
         self.determinants: dict[str, str | None] = {}  # what determined each captured kernel
         self.median: float | None = None  # the workload's measured time
         rw = None
@@ -65,6 +66,7 @@ class _Side:
             return
         self.kernels = list(rw.kernels)
         self.choices = {str(k): str(v) for k, v in (rw.choices or {}).items()}
+        self.compiled = knobs.by_kernel(rw.compiled or [])
         self.median = session.scalar(
             select(Result.median).where(Result.run_id == rw.run_id, Result.series_id == series.id)
         )
@@ -211,6 +213,11 @@ def attribute(
         seen.update({k: side.time_ns(k, timeline) for k in seen})
     moved_set = kernel_set_change(*sets, *(s.dram_bytes() for s in (base, head)))
     rows = kernel_changes(names, times[0], times[1], change)
+    # What the author turned (num_stages, num_warps, an autotuner's config): named first too.
+    turned = knobs.knob_changes(
+        base.compiled, head.compiled, [r["kernel"] for r in rows],
+        base.resources.keys() & head.resources.keys(),
+    )  # fmt: skip
     named = [r for r in rows if r["share"] >= MIN_KERNEL_SHARE][:MAX_KERNELS]
     kernels = [_explain_kernel(r, base, head) for r in named]
     causes = [
@@ -233,11 +240,12 @@ def attribute(
     else:
         text = summary(
             series, change, kernels, causes, bool(head.counters), base_series, upgraded, chose,
-            moved_set,
+            moved_set, turned,
         )  # fmt: skip
     return {
         "summary": text,
         "kernel_set": moved_set.as_dict() if moved_set is not None else None,
+        "compiled": [t.as_dict() for t in turned],
         "same_kernels": same,
         "host_time": host.as_dict() if host is not None else None,
         "software": upgraded,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.analysis import software
+from service.analysis import knobs, software
 from service.analysis.causes import DURATION
 from service.analysis.kernel_set import KernelSetChange
 from service.evaluation.verdicts.notes import describe_workload
@@ -33,19 +33,22 @@ def summary(
     upgraded: list[dict[str, Any]] | None = None,
     chose: list[dict[str, Any]] | None = None,
     moved_set: KernelSetChange | None = None,
+    turned: list[knobs.KnobChange] | None = None,
 ) -> str:
     head = describe_workload(series.workload, series.params)
     if before is not None and before.params != series.params:
         head += f" (redefined from {describe_workload(before.workload, before.params)})"
     head = f"{head} {change:+.1%}"
-    if moved_set is not None:  # named first: the change the author made
-        head += f": {moved_set.describe()}"
-        if not kernels:
-            also = beside_kernels(upgraded, chose)
-            return head + (f"; {also}" if also else "")
+    # Named first: the change the author made (the kernels the launch ran, the compiler's knobs).
+    lead = [moved_set.describe()] if moved_set is not None else []
+    lead += [knobs.describe(turned)] if turned else []
+    if lead:
+        head += ": " + "; ".join(lead)
     if not kernels:
-        why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
         also = beside_kernels(upgraded, chose)
+        if lead:
+            return head + (f"; {also}" if also else "")
+        why = "no kernel's time grew" if ncu else "no ncu data or kernel timeline for this run"
         return f"{head}: {why}" + (f"; {also}" if also else "")
     parts = []
     for k in kernels[:2]:
@@ -74,9 +77,7 @@ def summary(
             part += f"; new finding {f['rule']}" + (f" (est. {speedup:.0f}%)" if speedup else "")
         parts.append(part)
     also = beside_kernels(upgraded, chose)
-    return f"{head}{'; ' if moved_set is not None else ': '}" + "; ".join(
-        [*parts, also] if also else parts
-    )
+    return f"{head}{'; ' if lead else ': '}" + "; ".join([*parts, also] if also else parts)
 
 
 def beside_kernels(

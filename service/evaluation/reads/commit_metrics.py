@@ -230,4 +230,5 @@ def _workload(
         "ncu_status": w.ncu_status,
         "ncu_note": w.ncu_note,
         "kernels": kernels,
+        "compiled": w.compiled or [],
     }

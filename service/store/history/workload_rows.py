@@ -193,6 +193,7 @@ def store_workloads(
                 "ncu_status": w.ncu.status if w.ncu else None,
                 "ncu_note": w.ncu.reason if w.ncu else "",
                 "choices": w.choices,
+                "compiled": [c.model_dump(exclude_defaults=True) for c in w.compiled],
             }
             for i, w in zip(ids, doc.workloads, strict=True)
         ],

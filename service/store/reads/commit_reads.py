@@ -40,7 +40,7 @@ _WORKLOAD = [
     RunWorkload.id, RunWorkload.run_id, RunWorkload.name, RunWorkload.params,
     RunWorkload.kernels, RunWorkload.status, RunWorkload.error, RunWorkload.flops,
     RunWorkload.bytes_moved, RunWorkload.timeline_source, RunWorkload.timeline_note,
-    RunWorkload.ncu_status, RunWorkload.ncu_note,
+    RunWorkload.ncu_status, RunWorkload.ncu_note, RunWorkload.compiled,
 ]  # fmt: skip
 _CORRECTNESS = [
     CorrectnessOutcome.passed, CorrectnessOutcome.error_norm, CorrectnessOutcome.tolerance,

@@ -54,6 +54,20 @@ def test_the_torch_example_is_correct_and_timed_on_a_gpu(tmp_path: Path) -> None
         outcome = checked.outcomes[wid]
         assert outcome.status == "ok" and outcome.result["passed"], outcome
     assert (tmp_path / "cache" / "builds" / "triton").is_dir()  # compiled into the runner's cache
+    if pytest.importorskip("runner.worker.launch_record").enabled():
+        # What the compiler made of each kernel: the autotuned softmax's warps, as Triton and
+        # CUPTI saw them, and the config it chose; Inductor's kernels are Triton's too.
+        compiled = {c["kernel"]: c for c in checked.outcomes[SMOKE[1]].result["compiled"]}
+        softmax = compiled["softmax_kernel"]
+        assert softmax["compiler"] == "triton", softmax
+        assert softmax["threads"] == 32 * softmax["num_warps"], softmax
+        assert f"num_warps: {softmax['num_warps']}" in softmax["config"], softmax
+        assert softmax["target"].startswith("cuda:"), softmax
+        # Inductor's kernels as CUPTI saw them (Triton's facts only where Inductor compiled
+        # them in this process: one loaded from its cache by its own launcher has none).
+        generated = checked.outcomes[SMOKE[2]].result["compiled"]
+        assert any(c["kernel"].startswith("triton_") and c["threads"] > 0
+                   for c in generated), generated  # fmt: skip
     timed = run_phase(suite, "time", SMOKE, env=env)
     for wid in SMOKE:
         outcome = timed.outcomes[wid]

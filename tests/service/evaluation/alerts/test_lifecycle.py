@@ -401,3 +401,46 @@ def test_a_graph_break_is_named_first_in_the_alert(admin: httpx.Client) -> None:
     assert alert["attribution"]["kernel_set"]["appeared"] == list(split)
     page = admin.get("/alerts").text
     assert f"The launch ran other kernels: {fused} → {split[0]}, {split[1]}" in page
+
+
+def triton_matmul(doc: dict, num_stages: int, shared_kib: int) -> dict:
+    """The workload's launch ran one Triton kernel, as CUPTI and Triton saw it compiled."""
+    doc["workloads"][0]["compiled"] = [
+        {"kernel": "matmul_kernel", "compiler": "triton", "threads": 256, "registers": 168,
+         "shared_bytes": shared_kib * 1024, "local_bytes": 0, "num_warps": 8,
+         "num_stages": num_stages, "target": "cuda:90"},
+        {"kernel": "cublas_gemv", "threads": 128, "registers": 40, "shared_bytes": 0},
+    ]  # fmt: skip
+    return doc
+
+
+def test_the_compilers_knob_the_author_turned_is_named_first(admin: httpx.Client) -> None:
+    """num_stages 3 -> 1 in a Triton matmul: the alert says so, and the shared memory it freed,
+    before the counters it moved; the commit's metrics carry what each run compiled."""
+    labels: list[str] = []
+    for i in range(4):
+        doc = document(commit=f"c{i}", parents=labels[-1:], ancestors=labels[::-1], minutes=i,
+                       medians={"tmatmul": 250.0}, seed=i)  # fmt: skip
+        assert admin.post("/api/v1/runs", json=triton_matmul(doc, 3, 96)).status_code == 201
+        labels.append(f"c{i}")
+    head = document(commit="head", parents=labels[-1:], ancestors=labels[::-1], minutes=9,
+                    medians={"tmatmul": 407.0}, seed=9)  # fmt: skip
+    assert admin.post("/api/v1/runs", json=triton_matmul(head, 1, 32)).status_code == 201
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert alert["summary"].startswith(
+        "gemm_fwd 1024³ tmatmul +62.8%: matmul_kernel: num_stages 3 → 1, shared memory 96 → 32 KiB"
+    ), alert["summary"]
+    (turned,) = alert["attribution"]["compiled"]
+    assert turned["facts"] == [{"fact": "num_stages", "base": 3, "head": 1},
+                               {"fact": "shared_bytes", "base": 98304, "head": 32768}]  # fmt: skip
+    page = admin.get("/alerts").text
+    assert "What the compiler made of its kernels changed: matmul_kernel: num_stages 3" in page
+    metrics = admin.get(f"/api/v1/commits/{sha_for('head')}/metrics").json()
+    (workload,) = [w for w in metrics["workloads"] if w["compiled"]]
+    assert [(c["kernel"], c.get("num_stages")) for c in workload["compiled"]] == [
+        ("matmul_kernel", 1), ("cublas_gemv", None)]  # fmt: skip
+    twice = triton_matmul(document(commit="again", medians={"tmatmul": 250.0}), 3, 96)
+    twice["workloads"][0]["compiled"].append({"kernel": "matmul_kernel", "num_warps": 4})
+    answer = admin.post("/api/v1/runs", json=twice)
+    assert answer.status_code == 422
+    assert "kernel 'matmul_kernel' is named twice in compiled" in answer.text

@@ -1,0 +1,61 @@
+"""What the compiler made of a launch's kernels: CUPTI's record of each, and Triton's facts of
+the version that ran (objects shaped as Triton 3's CompiledKernel and Autotuner; the real ones
+on a GPU: tests/runner/suite/test_example_suite_torch.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from runner.worker.compiled import TritonKernels, compiled_kernels
+
+H100 = SimpleNamespace(backend="cuda", arch=90, warp_size=32)
+
+
+def version(name: str, warps: int, stages: int, shared: int, regs: int | None = 128):
+    meta = SimpleNamespace(name=name, num_warps=warps, num_stages=stages, shared=shared,
+                           target=H100)  # fmt: skip
+    return SimpleNamespace(name=name, metadata=meta, n_regs=regs)
+
+
+def record(name: str, threads: int, shared: int, regs: int = 128, local: int | None = 0) -> dict:
+    out = {"kernel": name, "grid": [64, 1, 1], "block": [threads, 1, 1], "dynamic_shared": shared,
+           "static_shared": 0, "registers": regs}  # fmt: skip
+    return out | ({"local_bytes": local} if local is not None else {})
+
+
+def test_the_version_that_ran_is_the_one_cupti_saw() -> None:
+    """An autotuner compiled three configs under one name: warps and shared memory say which ran."""
+    triton = TritonKernels([version("mm", 4, 3, 65536), version("mm", 8, 3, 98304),
+                            version("mm", 8, 1, 32768)], [])  # fmt: skip
+    assert triton.facts(record("mm", 256, 98304)) == {
+        "compiler": "triton", "num_warps": 8, "num_stages": 3, "target": "cuda:90"}  # fmt: skip
+    assert triton.facts(record("mm", 256, 32768))["num_stages"] == 1
+    assert triton.facts(record("other", 256, 0)) == {}
+
+
+def test_versions_that_cannot_be_told_apart_give_no_stages() -> None:
+    """Two versions match the launch and differ in stages: no guess; the autotuner's choice,
+    where there is one, settles it."""
+    versions = [version("mm", 8, 2, 65536), version("mm", 8, 3, 65536)]
+    assert TritonKernels(versions, []).facts(record("mm", 256, 65536)) == {"compiler": "triton"}
+    tuner = SimpleNamespace(base_fn=SimpleNamespace(__name__="mm"),
+                            best_config=SimpleNamespace(num_warps=8, num_stages=3))  # fmt: skip
+    facts = TritonKernels(versions, [tuner]).facts(record("mm", 256, 65536))
+    assert (facts["num_stages"], facts["num_warps"]) == (3, 8)
+    assert "num_stages=3" in facts["config"]
+
+
+def test_registers_cupti_saw_rule_out_a_version() -> None:
+    versions = [version("mm", 8, 3, 65536, regs=96), version("mm", 8, 4, 65536, regs=168)]
+    assert TritonKernels(versions, []).facts(record("mm", 256, 65536, regs=168))["num_stages"] == 4
+
+
+def test_each_kernel_once_in_launch_order_with_what_cupti_recorded() -> None:
+    launched = [record("b", 128, 1024, local=16), record("a", 256, 0, local=None),
+                record("b", 128, 1024, local=16)]  # fmt: skip
+    launched[1]["static_shared"] = 512
+    assert compiled_kernels(launched) == [
+        {"kernel": "b", "threads": 128, "registers": 128, "shared_bytes": 1024, "local_bytes": 16},
+        {"kernel": "a", "threads": 256, "registers": 128, "shared_bytes": 512},
+    ]
+    assert compiled_kernels([]) == []
