@@ -678,6 +678,21 @@ MUTATIONS = [
         "        if b == h",
         "tests/service/analysis/test_knobs.py",
     ),
+    # Issue 47 item 1: a reference kept only while what determines it is the same.
+    (
+        "a kept reference is keyed by the functions of the suite it calls",
+        "runner/worker/references.py",
+        "                        follow(attr, vars(value)[attr], depth + 1, names)",
+        "                        pass",
+        "tests/runner/worker/test_references.py",
+    ),
+    (
+        "a kept reference is keyed by the inputs the instance holds",
+        "runner/worker/references.py",
+        '"code": code_digest(method, type(instance), root), "arrays": prints,',
+        '"code": code_digest(method, type(instance), root),',
+        "tests/runner/worker/test_references.py",
+    ),
 ]
 
 

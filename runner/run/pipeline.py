@@ -276,6 +276,8 @@ def _check_time_and_profile(
         records[wid].check = outcome
     passing = [wid for wid in ids if records[wid].passed]
     log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes)")
+    if note := report.reference_note(checked.outcomes):
+        log(f"correctness: {note}")
     check_stop()
     if profiling is not None and passing:
         profiling.capture([records[w] for w in passing], progress, log, check_stop)

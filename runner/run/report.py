@@ -15,8 +15,9 @@ from runner.suite.checkout import CommitInfo
 
 SCHEMA_VERSION = 1
 # What a check worker returns beside the correctness: the launch's signature (for ncu's reuse)
-# and what the compiler made of its kernels (the document's `compiled`).
-NOT_CORRECTNESS = ("signature", "compiled")
+# what the compiler made of its kernels (the document's `compiled`), and whether its reference
+# was computed or kept (runner.worker.references: the runner's log).
+NOT_CORRECTNESS = ("signature", "compiled", "reference")
 
 
 @dataclass
@@ -82,6 +83,19 @@ def choices_section(timings: list[Outcome]) -> dict[str, str]:
             if choice not in seen.setdefault(name, []):
                 seen[name].append(choice)
     return {name: " | ".join(sorted(values))[:1000] for name, values in seen.items()}
+
+
+def reference_note(outcomes: dict[str, Outcome]) -> str:
+    """Which workloads' references were kept from an earlier run and which were computed (and
+    why not kept), for the runner's log (runner.worker.references)."""
+    said = {wid: o.result["reference"] for wid, o in outcomes.items()
+            if o.status == "ok" and o.result and o.result.get("reference")}  # fmt: skip
+    if not said:
+        return ""
+    kept = sorted(w for w, r in said.items() if r.startswith("kept"))
+    computed = [f"{w} {r}" for w, r in sorted(said.items()) if not r.startswith("kept")]
+    parts = [f"references kept for {len(kept)} of {len(said)}"]
+    return "; ".join([*parts, f"computed: {', '.join(computed)}"] if computed else parts)
 
 
 def summary(section: dict[str, Any]) -> dict[str, float]:

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,7 @@ from runner.suite.load import SuiteError, Timing, load_suite
 from runner.worker import launch_record
 from runner.worker.arrays import to_host
 from runner.worker.compiled import compiled_kernels
+from runner.worker.references import NoKey, References, reference_key
 
 
 class Protocol:
@@ -68,14 +70,32 @@ def describe(w: Any) -> dict[str, Any]:
     }
 
 
-def generic_check(w: Any, seed: int) -> dict[str, Any]:
+def generic_check(w: Any, seed: int, kept: References | None = None, root: str = "") -> dict:
     """Poison, launch once, compare every output with the float64 reference (relative L2);
-    outputs and references may be NumPy or CuPy arrays or torch tensors (runner.worker.arrays)."""
+    outputs and references may be NumPy or CuPy arrays or torch tensors (runner.worker.arrays).
+    `kept`: references kept by what determines them (runner.worker.references)."""
     instance = w.prepare(seed)
+    said: dict[str, Any] = {}
     try:
         instance.poison()
+        key = None
+        if kept is not None:
+            try:
+                key = reference_key(w, instance, Path(root).resolve())
+            except NoKey as exc:
+                said["reference"] = f"computed (not kept: {exc})"
         instance.launch()
-        outputs, reference = instance.fetch(), instance.reference()
+        outputs = instance.fetch()
+        reference = kept.get(key) if kept is not None and key else None
+        if reference is not None:
+            said["reference"] = "kept from an earlier run of the same reference and inputs"
+        else:
+            started = time.perf_counter()
+            reference = instance.reference()
+            if kept is not None and key:
+                kept.put(key, reference)
+                seconds = time.perf_counter() - started
+                said["reference"] = f"computed in {seconds:.1f} s and kept"
     finally:
         instance.close()
     worst, unwritten = 0.0, 0
@@ -96,6 +116,7 @@ def generic_check(w: Any, seed: int) -> dict[str, Any]:
         "norm": "rel_l2",
         "precision": w.precision,
         "unwritten": unwritten,
+        **said,
     }
 
 
@@ -131,6 +152,9 @@ def _device_or_why() -> dict[str, Any]:
         return {"unavailable": f"{type(exc).__name__}: {exc}"}
 
 
+CHECK_FIELDS = ("passed", "error_norm", "tolerance", "norm", "precision", "unwritten")
+
+
 def normalize_check(result: dict[str, Any]) -> dict[str, Any]:
     """JSON has no NaN or infinity: a non-finite error becomes null, which never passes."""
     out = dict(result)
@@ -141,11 +165,7 @@ def normalize_check(result: dict[str, Any]) -> dict[str, Any]:
         out["error_norm"] = float(error)
     out["passed"] = bool(out["passed"])
     out["unwritten"] = int(out.get("unwritten", 0))
-    return {
-        k: out[k]
-        for k in ("passed", "error_norm", "tolerance", "norm", "precision", "unwritten")
-        if k in out
-    }
+    return {k: out[k] for k in (*CHECK_FIELDS, "reference") if k in out}
 
 
 def handlers(
@@ -156,9 +176,12 @@ def handlers(
     seed = int(config.get("seed", 0))
     if mode == "check":
         check = _import(config["check"]) if config.get("check") else None
+        kept = References.from_env()
 
         def checked(w: Any, _: int) -> dict[str, Any]:
-            result = normalize_check(check(w) if check else generic_check(w, seed))
+            result = normalize_check(
+                check(w) if check else generic_check(w, seed, kept, config["root"])
+            )
             if recorder is not None and result["passed"]:  # a check on a GPU, signatures on
                 result["signature"] = launch_record.launch_signature(w, recorder)
                 if isinstance(recorder, launch_record.LaunchRecorder) and recorder.launched:

@@ -44,6 +44,10 @@ def test_two_commits_of_the_cpu_suite(tmp_path: Path) -> None:
     for key, slow in medians(after).items():
         assert slow > 1.8 * medians(before)[key], (key, slow, medians(before)[key])
     assert not list((cache / "worktrees").iterdir())
+    # The second commit changed the kernels, not the references nor their inputs: kept.
+    assert "correctness: references kept for 0 of 2; computed: " in before["log_tail"]
+    said = [line for line in after["log_tail"].splitlines() if "references" in line]
+    assert [line.split("] ", 1)[1] for line in said] == ["correctness: references kept for 2 of 2"]
 
 
 def test_a_failed_build_is_a_result_not_a_crash(tmp_path: Path) -> None:
