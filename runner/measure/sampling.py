@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from runner.measure import compile_caches
 from runner.measure.kernel_steps import STEPS, aggregate
 from runner.suite.load import Timing
 
@@ -216,9 +217,11 @@ def time_workload(
     rule; a short launch on a GPU in PLACEMENTS rounds, each on a fresh placement in memory (see
     PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
     (runner.profile.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
+    caches = compile_caches.Watch(compile_caches.cache_folders(), time.time)
     started = time.perf_counter()
     instance = prepare(w, seed, inputs)  # what compiles (Triton, Inductor, extensions) does here
     prepare_seconds = time.perf_counter() - started
+    found = caches.result()
     chosen = choices(instance)
     held = [instance]
     try:
@@ -303,6 +306,7 @@ def time_workload(
         # > 1: a short launch (runner.run.pipeline times it in more processes)
         "placements": placed,
         "prepare_seconds": round(prepare_seconds, 3),
+        **({"compile_caches": found} if found else {}),
         **({"choices": chosen} if chosen else {}),
         **watch.result(),
     }

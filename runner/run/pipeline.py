@@ -50,6 +50,7 @@ from typing import Any
 
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
+from runner.measure import compile_caches
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
 from runner.run import doubtful, paired, report
 from runner.run.base_side import Side, side_document
@@ -417,18 +418,22 @@ def short_launches(records: Any) -> list[str]:
 
 def prepare_note(outcomes: dict[str, Outcome]) -> str:
     """How much of a timing process its workloads' `prepare` took (what compiles there: a torch
-    extension's build, Triton's JIT and autotuning, Inductor), where that is a second or more."""
+    extension's build, Triton's JIT and autotuning, Inductor), where that is a second or more,
+    and whether each found its compiled code in the caches (always where one did not)."""
     took = {
         wid: float(o.result["prepare_seconds"])
         for wid, o in outcomes.items()
         if o.status == "ok" and o.result and "prepare_seconds" in o.result
     }
+    caches = compile_caches.describe({wid: o.result.get("compile_caches") or {}
+                                      for wid, o in outcomes.items() if o.result})  # fmt: skip
+    caches = f"compile caches: {caches}" if caches else ""
     if sum(took.values()) < 1.0:
-        return ""
+        return caches if " miss (" in caches else ""
     slowest = max(took, key=took.__getitem__)
-    return (
-        f"prepare took {sum(took.values()):.1f} s of it (slowest {slowest} {took[slowest]:.1f} s)"
-    )
+    said = f"prepare took {sum(took.values()):.1f} s of it"
+    said += f" (slowest {slowest} {took[slowest]:.1f} s)"
+    return f"{said}; {caches}" if caches else said
 
 
 def mark_short(outcome: Outcome, total: int) -> Outcome:

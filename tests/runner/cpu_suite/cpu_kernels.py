@@ -19,6 +19,14 @@ class Instance:
         self.seed = seed
         if self.kind == "compiles":  # as a workload whose prepare compiles and autotunes
             time.sleep(0.3)
+            # and keeps what it compiled in Triton's cache, as Triton does, a version per seed:
+            # the check's (seed 0) is found by the first timing process, the others miss
+            cache = os.environ.get("TRITON_CACHE_DIR")
+            entry = os.path.join(cache or "", f"fma_cpu_{seed}", "fma_cpu.cubin")
+            if cache and not os.path.exists(entry):
+                os.makedirs(os.path.dirname(entry), exist_ok=True)
+                with open(entry, "wb") as out:
+                    out.write(b"compiled")
             self.choices = {"fma_cpu": f"block={64 << (seed % 2)}"}
         self.a = rng.standard_normal((n, n)).astype(np.float32)
         self.b = rng.standard_normal((n, n)).astype(np.float32)

@@ -128,3 +128,9 @@ def test_each_process_says_how_long_its_prepare_took_and_the_workload_what_it_ch
     # and what it chose there, its processes' distinct choices (seeds 0, 1, 2), sorted
     chose = {w["name"]: w.get("choices") for w in doc["workloads"]}
     assert chose == {"compiles": {"fma_cpu": "block=128 | block=64"}, "fma": {}}
+    # and whether it found its compiled code in the runner's caches: the first timing process
+    # found what the check compiled (nothing said: under a second of prepare, no miss), the
+    # other seeds' versions were compiled afresh
+    said = [line.split("] ", 1)[1] for line in doc["log_tail"].splitlines() if "caches" in line]
+    assert said == [f"timing {i}/3: compile caches: 1 of 2 hit; compiles[n=8] miss (triton: 1 new "
+                    "entries)" for i in (2, 3)], said  # fmt: skip
