@@ -693,6 +693,35 @@ MUTATIONS = [
         '"code": code_digest(method, type(instance), root),',
         "tests/runner/worker/test_references.py",
     ),
+    # Issue 47 item 3: prepare time, peak memory and numeric error judged run against run.
+    (
+        "a run's measures beside its duration are judged when it is analysed",
+        "service/evaluation/verdicts/evaluate.py",
+        "    judge_measures(session, run.id, line)\n",
+        "",
+        "tests/service/histories/test_measures.py",
+    ),
+    (
+        "one real step of a measure does not widen its tolerance for the runs after it",
+        "service/analysis/measures.py",
+        "    return sorted(steps)[-2] if len(steps) >= 3 else 0.0",
+        "    return max(steps, default=0.0)",
+        "tests/service/analysis/test_measures.py",
+    ),
+    (
+        "a numeric error is read on a log scale with a floor",
+        "service/analysis/measures.py",
+        "        ratio = max(value, rule.absolute) / max(base, rule.absolute)",
+        "        ratio = value / base",
+        "tests/service/analysis/test_measures.py",
+    ),
+    (
+        "a measure's change counts only beyond its absolute floor too",
+        "service/analysis/measures.py",
+        "        moved = abs(change) > tolerance and abs(value - base) > rule.absolute",
+        "        moved = abs(change) > tolerance",
+        "tests/service/analysis/test_measures.py",
+    ),
 ]
 
 

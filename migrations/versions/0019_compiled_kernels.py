@@ -1,5 +1,6 @@
 """the kernels a workload's launch ran as their compiler left them (threads, registers, shared
-and local memory; a Triton kernel's warps, stages, autotuned config and target)
+and local memory; a Triton kernel's warps, stages, autotuned config and target); the measures
+beside its duration (prepare time, peak memory, numeric error) and their verdicts
 
 Revision ID: 0019
 Revises: 0018
@@ -23,9 +24,39 @@ JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgres
 def upgrade() -> None:
     with op.batch_alter_table("run_workloads") as batch:
         batch.add_column(sa.Column("compiled", JSON, server_default="[]", nullable=False))
+        batch.add_column(sa.Column("measures", JSON, server_default="{}", nullable=False))
+    op.create_table(
+        "measure_verdicts",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("run_workload_id", sa.Integer(), nullable=False),
+        sa.Column("measure", sa.String(length=40), nullable=False),
+        sa.Column("value", sa.Float(), nullable=False),
+        sa.Column("base_value", sa.Float(), nullable=True),
+        sa.Column("base_run_id", sa.Integer(), nullable=True),
+        sa.Column("change", sa.Float(), nullable=True),
+        sa.Column("verdict", sa.String(length=20), nullable=False),
+        sa.Column("tolerance", sa.Float(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["run_workload_id"],
+            ["run_workloads.id"],
+            name=op.f("fk_measure_verdicts_run_workload_id_run_workloads"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["base_run_id"],
+            ["runs.id"],
+            name=op.f("fk_measure_verdicts_base_run_id_runs"),
+            ondelete="SET NULL",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_measure_verdicts")),
+    )
+    op.create_index("ix_measure_verdicts_run_workload_id", "measure_verdicts", ["run_workload_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_measure_verdicts_run_workload_id", table_name="measure_verdicts")
+    op.drop_table("measure_verdicts")
     # Not in a batch: on SQLite a batch copies the table, and dropping the old copy would take
     # every row that references a run workload with it (ALTER TABLE ... DROP COLUMN does not).
+    op.drop_column("run_workloads", "measures")
     op.drop_column("run_workloads", "compiled")

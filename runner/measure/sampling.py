@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -232,6 +233,7 @@ def time_workload(
         if capped:
             time.sleep(RECOVERY_SECONDS)
         fastest = float("inf")  # host time of a synchronized launch: bounds its GPU time
+        peak = peak_memory_of(instance.launch, base.sync)  # its first timed launch, as it were
         for _ in range(2):
             started = time.perf_counter()
             instance.launch()
@@ -307,9 +309,25 @@ def time_workload(
         "placements": placed,
         "prepare_seconds": round(prepare_seconds, 3),
         **({"compile_caches": found} if found else {}),
+        **({"peak_memory_bytes": peak} if peak is not None else {}),
         **({"choices": chosen} if chosen else {}),
         **watch.result(),
     }
+
+
+def peak_memory_of(launch: Callable[[], None], sync: Callable[[], None]) -> int | None:
+    """The most device memory PyTorch's allocator held during one launch (its inputs and
+    outputs included: what the workload needs to run), in bytes; None where the workload does
+    not allocate through PyTorch (CuPy's pool keeps no peak) or PyTorch never used the GPU."""
+    torch = sys.modules.get("torch")
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not cuda.is_initialized():
+        return None
+    sync()
+    cuda.reset_peak_memory_stats()
+    launch()
+    sync()
+    return int(cuda.max_memory_allocated())
 
 
 def settle(sample: Callable[[], float], clock: Callable[[], float] = time.monotonic) -> int:

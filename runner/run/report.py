@@ -65,7 +65,7 @@ def timing_section(info: dict[str, Any], timings: list[Outcome]) -> dict[str, An
                 "samples": p["samples"],
                 "sm_clock_mhz": p.get("sm_clock_mhz"),
                 "throttle_reasons": p.get("throttle_reasons", []),
-                **({"prepare_seconds": p["prepare_seconds"]} if "prepare_seconds" in p else {}),
+                **{k: p[k] for k in ("prepare_seconds", "peak_memory_bytes") if k in p},
             }
             for p in processes
         ],

@@ -10,7 +10,7 @@ from service.models.repository import Commit, Repository
 from service.models.run import BuildResource, CorrectnessOutcome, Run, RunWorkload
 from service.models.runner import Runner
 from service.models.series import Result, Series
-from service.models.verdict import Confirmation, Verdict, WorkVerdict
+from service.models.verdict import Confirmation, MeasureVerdict, Verdict, WorkVerdict
 
 __all__ = [
     "Alert",
@@ -22,6 +22,7 @@ __all__ = [
     "Confirmation",
     "CorrectnessOutcome",
     "Job",
+    "MeasureVerdict",
     "NcuKernel",
     "Notification",
     "NotificationTarget",

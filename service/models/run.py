@@ -114,6 +114,8 @@ class RunWorkload(Base):
     choices: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
     # The kernels the launch ran as their compiler left them (schemas.document.CompiledKernelIn).
     compiled: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
+    # Beside the duration: measure -> value (service.analysis.measures.from_run).
+    measures: Mapped[dict[str, Any]] = mapped_column(default=dict, server_default="{}")
 
 
 class CorrectnessOutcome(Base):

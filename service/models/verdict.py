@@ -90,6 +90,25 @@ class WorkVerdict(Base):
     pairs: Mapped[int] = mapped_column(default=0, server_default="0")
 
 
+class MeasureVerdict(Base):
+    """A measure of a run's workload beside its duration (its prepare time, the peak device
+    memory of a launch, its numeric error against the reference) against the previous run along
+    the branch, each by its own rule (service.analysis.measures)."""
+
+    __tablename__ = "measure_verdicts"
+    __table_args__ = (Index("ix_measure_verdicts_run_workload_id", "run_workload_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_workload_id: Mapped[int] = mapped_column(ForeignKey("run_workloads.id", ondelete="CASCADE"))
+    measure: Mapped[str] = mapped_column(String(40))
+    value: Mapped[float] = mapped_column(Float)
+    base_value: Mapped[float | None] = mapped_column(Float)
+    base_run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id", ondelete="SET NULL"))
+    change: Mapped[float | None] = mapped_column(Float)
+    verdict: Mapped[str] = mapped_column(String(20))
+    tolerance: Mapped[float | None] = mapped_column(Float)
+
+
 # queued: its job not yet posted; confirmed: base and head measured interleaved, the head
 # slower; faster: measured, the head faster (a pending improvement's); not_reproduced: measured,
 # neither; unmeasured: a side did not measure the workload.

@@ -217,6 +217,8 @@ class ProcessSamplesIn(Strict):
     # How long the workload's `prepare` took in this process: inputs, and whatever compiles
     # there (Triton's JIT and autotuning, Inductor, a torch extension's build).
     prepare_seconds: NonNegative | None = None
+    # The most device memory the workload's allocator (PyTorch's) held during one launch.
+    peak_memory_bytes: Annotated[int, Field(ge=0, le=2**62)] | None = None
 
 
 class TimingIn(Strict):

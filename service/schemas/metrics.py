@@ -218,6 +218,23 @@ class TimelinePublic(BaseModel):
     kernels: list[TimelineKernel]
 
 
+class MeasurePublic(BaseModel):
+    """A measure of the workload beside its duration, judged against the previous run along
+    the branch by its own rule (service.analysis.measures)."""
+
+    measure: Literal["prepare_seconds", "peak_memory_bytes", "numeric_error"]
+    label: str
+    unit: str
+    value: float
+    base_value: float | None
+    change: float | None = Field(description=CHANGE)
+    verdict: Literal["new", "unchanged", "regressed", "improved"]
+    tolerance: float | None = Field(
+        description="the relative change that counts (numeric error: the ratio minus 1)"
+    )
+    said: str = Field(description="in words: 'peak memory 1.07 GB → 1.61 GB (+50%), regressed'")
+
+
 class WorkloadPublic(BaseModel):
     workload: str
     params: dict[str, Any]
@@ -232,6 +249,12 @@ class WorkloadPublic(BaseModel):
     ncu_status: str | None
     ncu_note: str
     kernels: list[KernelPublic]
+    measures: list[MeasurePublic] = Field(
+        default_factory=list,
+        description="its prepare time (what compiles there, as the runner's caches see it), "
+        "the peak device memory of a launch (PyTorch's allocator) and its numeric error "
+        "against the reference, each with its verdict",
+    )
     compiled: list[CompiledKernelIn] = Field(
         default_factory=list,
         description="the kernels the launch ran as their compiler left them (Triton's "

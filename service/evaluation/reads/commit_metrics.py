@@ -8,6 +8,8 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
+from service.analysis.measures import MEASURES, Judgement
+from service.analysis.measures import describe as describe_measure
 from service.analysis.work import MIN_PAIRS, WORK_LABELS, describe
 from service.evaluation.reads.commit_ncu import Captures, captures
 from service.evaluation.reads.commit_results import result_metrics
@@ -80,6 +82,7 @@ def commit_metrics_data(
         {(b.run_id, b.kernel): _build(b) for b in reads.builds(session, run_ids)},
     )
     timeline = _timelines(session, run_ids)
+    measures = _measures(session, run_ids)
     run_by_id = {r.id: r for r in runs}
     return {
         "commit": commit_public(commit, repository).model_dump(),
@@ -87,6 +90,7 @@ def commit_metrics_data(
         "runs": [_run(r) for r in runs],
         "workloads": [
             _workload(w, run_by_id[w.run_id], metrics.get(w.id, []), parts, timeline.get(w.id))
+            | {"measures": measures.get(w.id, [])}
             for w in workloads
         ],
         "absent": _absent(session, [v for v in verdicts if v.result_id is None]),
@@ -112,6 +116,31 @@ def _work(session: Session, run_ids: list[int]) -> dict[int, dict[str, list[dict
     for wl_id, _, kernel, *fields in reads.work_verdicts(session, run_ids):
         work[wl_id][kernel].append(work_public(*fields))
     return work
+
+
+def _measures(session: Session, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Run workload -> its measures beside the duration, each with its verdict."""
+    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for row in reads.measure_verdicts(session, run_ids):
+        rule = MEASURES.get(row.measure)
+        if rule is None:
+            continue
+        judged = Judgement(row.measure, row.value, row.base_value, row.change, row.verdict,
+                           row.tolerance)  # fmt: skip
+        out[row.run_workload_id].append(
+            {
+                "measure": row.measure,
+                "label": rule.label,
+                "unit": rule.unit,
+                "value": row.value,
+                "base_value": row.base_value,
+                "change": row.change,
+                "verdict": row.verdict,
+                "tolerance": row.tolerance,
+                "said": describe_measure(judged),
+            }
+        )
+    return out
 
 
 def _timelines(session: Session, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:

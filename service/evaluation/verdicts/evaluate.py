@@ -14,6 +14,7 @@ from service.core.sql import among
 from service.evaluation.verdicts import confirmations, notes, redefinitions
 from service.evaluation.verdicts.baseline import Baseline, baselines
 from service.evaluation.verdicts.controls import controls
+from service.evaluation.verdicts.measure_verdicts import judge_measures
 from service.evaluation.verdicts.work_verdicts import judge_work
 from service.models import Commit, Result, Run, RunWorkload, Series, Verdict
 from service.store.history.ancestry import ancestry, next_results
@@ -143,6 +144,7 @@ def evaluate_run(session: Session, run: Run) -> list[Verdict]:
     verdicts += _broken_and_missing(session, run, previous, measured, then)
     session.add_all(verdicts)
     judge_work(session, run.id, line)
+    judge_measures(session, run.id, line)
     return verdicts
 
 

@@ -155,6 +155,21 @@ def _series_ids(
     return known
 
 
+def measures_of(w: WorkloadIn) -> dict[str, float]:
+    """The workload's measures beside its duration (service.analysis.measures): the median
+    prepare time of its processes, the most memory any of them saw, the error of its check."""
+    processes = w.timing.processes if w.timing is not None else []
+    out: dict[str, float] = {}
+    if prepared := [p.prepare_seconds for p in processes if p.prepare_seconds is not None]:
+        out["prepare_seconds"] = float(statistics.median(prepared))
+    if peaks := [p.peak_memory_bytes for p in processes if p.peak_memory_bytes is not None]:
+        out["peak_memory_bytes"] = float(max(peaks))
+    error = w.correctness.error_norm if w.correctness is not None else None
+    if error is not None and w.timing is not None:  # a workload that ran: a failed one is broken
+        out["numeric_error"] = float(error)
+    return out
+
+
 def store_workloads(
     session: Session,
     doc: RunDocument,
@@ -194,6 +209,7 @@ def store_workloads(
                 "ncu_note": w.ncu.reason if w.ncu else "",
                 "choices": w.choices,
                 "compiled": [c.model_dump(exclude_defaults=True) for c in w.compiled],
+                "measures": measures_of(w),
             }
             for i, w in zip(ids, doc.workloads, strict=True)
         ],

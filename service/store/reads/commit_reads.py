@@ -25,6 +25,7 @@ from service.models import (
     ChangePoint,
     Commit,
     CorrectnessOutcome,
+    MeasureVerdict,
     NcuKernel,
     Result,
     RunWorkload,
@@ -159,6 +160,14 @@ def ncu_captures(session: Session, run_ids: Sequence[int]) -> list[Row[Any]]:
 def work_verdicts(session: Session, run_ids: Sequence[int]) -> list[Row[Any]]:
     """The runs' work verdicts, in the order they were judged."""
     return _per_workload(session, run_ids, WorkVerdict.run_workload_id, _WORK, WorkVerdict.id)
+
+
+def measure_verdicts(session: Session, run_ids: Sequence[int]) -> list[Row[Any]]:
+    """The runs' measure verdicts (prepare time, peak memory, numeric error), by measure."""
+    columns = [MeasureVerdict.measure, MeasureVerdict.value, MeasureVerdict.base_value,
+               MeasureVerdict.change, MeasureVerdict.verdict, MeasureVerdict.tolerance]  # fmt: skip
+    owner = MeasureVerdict.run_workload_id
+    return _per_workload(session, run_ids, owner, columns, MeasureVerdict.measure)
 
 
 def timelines(session: Session, run_ids: Sequence[int]) -> list[Row[Any]]:

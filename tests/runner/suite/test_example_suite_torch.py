@@ -73,6 +73,8 @@ def test_the_torch_example_is_correct_and_timed_on_a_gpu(tmp_path: Path) -> None
         outcome = timed.outcomes[wid]
         assert outcome.status == "ok", outcome
         assert min(outcome.result["samples"]) > 0
+        # beside the duration: the peak memory PyTorch's allocator held during a launch
+        assert outcome.result["peak_memory_bytes"] > 0, outcome.result
 
 
 @pytest.mark.gpu

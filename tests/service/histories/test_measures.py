@@ -1,0 +1,73 @@
+"""A workload's prepare time, peak memory and numeric error beside its duration, through the
+service over real HTTP on SQLite and PostgreSQL: a history of steady runs, the commit that moved
+all three (its duration unchanged), the innocent commit after it, and the fix."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN_TOKEN
+from tests.documents import document, sha_for
+from tests.live_server import LiveServer
+
+STEADY = {"prepare": [2.0, 2.3, 2.1], "peak": 1.07e9, "error": 1e-7}
+MOVED = {"prepare": [6.1, 6.4, 6.0], "peak": 1.61e9, "error": 1e-4}
+
+
+@pytest.fixture
+def client(server: LiveServer) -> httpx.Client:
+    with server.client(ADMIN_TOKEN) as c:
+        yield c
+
+
+def post(client: httpx.Client, label: str, line: list[str], measured: dict) -> None:
+    doc = document(commit=label, parents=line[:1], ancestors=line, minutes=len(line),
+                   medians={"tmatmul": 250.0}, seed=len(line))  # fmt: skip
+    w = doc["workloads"][0]
+    for process, prepared in zip(w["timing"]["processes"], measured["prepare"], strict=True):
+        process["prepare_seconds"] = prepared
+        process["peak_memory_bytes"] = int(measured["peak"])
+    w["correctness"]["error_norm"] = measured["error"]
+    w["correctness"]["tolerance"] = 1e-3
+    assert client.post("/api/v1/runs", json=doc).status_code == 201
+
+
+def measures(client: httpx.Client, label: str) -> dict[str, tuple[str, str]]:
+    answer = client.get(f"/api/v1/commits/{sha_for(label)}/metrics").json()
+    (w,) = answer["workloads"]
+    assert answer["verdict_counts"] == {"unchanged": 1} or label == "c0", answer["verdict_counts"]
+    return {m["measure"]: (m["verdict"], m["said"]) for m in w["measures"]}
+
+
+def test_prepare_time_peak_memory_and_numeric_error_have_verdicts(client: httpx.Client) -> None:
+    line: list[str] = []
+    for i in range(4):
+        post(client, f"c{i}", line[::-1], STEADY)
+        line.append(f"c{i}")
+    assert {m: v for m, (v, _) in measures(client, "c0").items()} == dict.fromkeys(
+        ("numeric_error", "peak_memory_bytes", "prepare_seconds"), "new"
+    )
+    assert {v for v, _ in measures(client, "c3").values()} == {"unchanged"}
+    post(client, "moved", line[::-1], MOVED)
+    line.append("moved")
+    assert measures(client, "moved") == {
+        "numeric_error": ("regressed", "numeric error 1.0e-07 → 1.0e-04 (×1,000), regressed"),
+        "peak_memory_bytes": ("regressed", "peak memory 1.07 GB → 1.61 GB (+50%), regressed"),
+        "prepare_seconds": ("regressed", "prepare time 2.1 s → 6.1 s (+190%), regressed"),
+    }
+    page = client.get(f"/commits/{sha_for('moved')}").text
+    assert "peak memory 1.07 GB → 1.61 GB (+50%), regressed" in page
+    post(client, "innocent", line[::-1], MOVED)  # compared with the moved run: unchanged
+    line.append("innocent")
+    assert {v for v, _ in measures(client, "innocent").values()} == {"unchanged"}
+    post(client, "fix", line[::-1], STEADY)
+    assert {v for v, _ in measures(client, "fix").values()} == {"improved"}
+
+
+def test_a_workload_that_reports_none_of_them_has_none(client: httpx.Client) -> None:
+    doc = document(commit="plain", medians={"gemm": 100.0})
+    doc["workloads"][0].pop("correctness")
+    assert client.post("/api/v1/runs", json=doc).status_code == 201
+    answer = client.get(f"/api/v1/commits/{sha_for('plain')}/metrics").json()
+    assert answer["workloads"][0]["measures"] == []
