@@ -15,11 +15,8 @@ from dashboards.format import fmt_value, params_label, series_label
 from dashboards.model import ChangeBar, ShareRow
 from service.analysis.verdicts import class_target
 from service.evaluation.reads.commit_metrics import commit_metrics, latest_runs
-from service.pages import commit_bisection as bisection
 from service.pages.render import html_page, json_twin
 from service.schemas.metrics import AbsentSeries, MetricPublic, WorkloadPublic
-from service.store.alerts.places import alerts_at_commit, without_bisected
-from service.store.alerts.rows import alerts_public
 from service.store.history.commits import resolve_commit
 from service.web.deps import SessionDep, ShaPath
 
@@ -63,26 +60,18 @@ def commit_data(
             ]
     bars.sort(key=lambda b: -abs(b.change))
     broken, not_measured = _broken_rows(metrics.workloads, metrics.absent)
-    alerts, roles = _alerts_at(session, commit.id)
-    moved = bisection.moved_away(alerts, roles)
-    for row in rows:
-        row["bisected_to"] = moved.get(row["series_id"])
     data = {
+        # Its alerts, what a bisection found here and the verdict counts (a regression counted
+        # where a bisection found it came in) as the commit's metrics tell them.
         **metrics.model_dump(mode="json"),
         # A workload that ran and failed (its correctness, say) is a broken row of the table;
         # "not measured" is left for what this run did not run at all.
         "rows": broken + rows,
         "not_measured": not_measured,
         "run_details": [_run_detail(r, peaks[uuid]) for uuid, r in runs.items()],
-        "alerts": [
-            {"role": role, **a.model_dump(mode="json", include=ALERT_FIELDS)}
-            for a, role in zip(alerts, roles, strict=True)
-        ],
-        # Regressions counted where a bisection found they came in, not at the measured head.
-        "verdict_counts": without_bisected(metrics.verdict_counts, len(moved)),
-        "bisected": bisection.by_first_bad(moved),
-        "found_here": bisection.found_here(alerts, roles, commit.sha),
     }
+    for found in data["found_here"]:
+        found["series"] = series_label(found["workload"], found["params"], found["kernel"])
     figures: dict[str, Any] = {}
     if bars:
         figures["changes"] = change_figure(bars[:MAX_BARS])
@@ -92,7 +81,6 @@ def commit_data(
     return data, figures
 
 
-ALERT_FIELDS = {"id", "state", "change", "summary", "commit", "branch"}
 # A row that is no duration (or was not measured) has no throughput to show.
 NO_THROUGHPUT = dict.fromkeys(("tflops", "gbps", "flop_fraction", "byte_fraction", "bound"))
 
@@ -128,12 +116,6 @@ def _broken_rows(
     return rows, rest
 
 
-def _alerts_at(session: Session, commit_id: int) -> tuple[list[Any], list[str]]:
-    """The alerts the commit opened, started or fixed (as the alerts API shows them), and how."""
-    found = alerts_at_commit(session, commit_id)
-    return alerts_public(session, [a for a, _ in found]), [role for _, role in found]
-
-
 def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | None) -> dict:
     """One series at the commit; a duration also gets throughput and its fraction of peak."""
     segment = mp.baseline.segment if mp.baseline else None
@@ -154,6 +136,7 @@ def _row(w: WorkloadPublic, kernel: str, mp: MetricPublic, peak: DevicePeak | No
         "note": mp.analysis.note if mp.analysis else "",
         "change": mp.change,
         "verdict": mp.verdict,
+        "bisected_to": mp.bisected_to,
         "q_value": mp.analysis.q_value if mp.analysis else None,
         "error_norm": w.correctness.error_norm if w.correctness else None,
         "correct": w.correctness.passed if w.correctness else None,

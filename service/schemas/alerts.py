@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from service.models.alert import TriageState
-from service.schemas.metrics import CHANGE, SeriesPublic
+from service.schemas.metrics import CHANGE, FRACTION, SeriesPublic
 from service.schemas.text import StorableText
 
 
@@ -83,6 +83,12 @@ class AlertGroupTriage(StorableText):
     actor: Annotated[str, StringConstraints(min_length=1, max_length=200)] = "admin"
 
 
+class CompareAlert(BaseModel):
+    id: int
+    state: str
+    summary: str = Field(description="its attribution in one line: which kernel, and why")
+
+
 class CompareRow(BaseModel):
     series: SeriesPublic
     base_median: float
@@ -90,7 +96,18 @@ class CompareRow(BaseModel):
     change: float = Field(description=CHANGE)
     p_value: float
     q_value: float
-    significant: bool
+    floor: float = Field(
+        default=0.0,
+        description="the smallest change of a kernel of this duration that a verdict may call "
+        f"a regression ({FRACTION})",
+    )
+    significant: bool = Field(
+        description="beyond chance (BH q at most 0.01 over the rows) and beyond `floor`: what a "
+        "verdict would call a change"
+    )
+    alert: CompareAlert | None = Field(
+        default=None, description="the series' alert at the head (opened or bisected there)"
+    )
 
 
 class ComparisonPublic(BaseModel):

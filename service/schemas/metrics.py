@@ -112,6 +112,11 @@ class ChangePointPublic(BaseModel):
     before_median: float
     after_median: float
     change: float = Field(description=CHANGE)
+    bisected_to: str | None = Field(
+        default=None,
+        description="where the shift came in, where a bisection of the push that `commit` "
+        "headed found an earlier first bad commit (its alert names the same)",
+    )
 
 
 class AbsentSeries(BaseModel):
@@ -139,6 +144,11 @@ class MetricPublic(BaseModel):
     analysis: Analysis | None = None
     # The change point of this series on this branch whose first commit is this commit, if any.
     change_point: ChangePointPublic | None = None
+    bisected_to: str | None = Field(
+        default=None,
+        description="a regression measured here that a bisection of the push found came in "
+        "at this earlier commit (counted there, not here)",
+    )
 
 
 # How much of each kernel's ncu capture a commit's metrics carry
@@ -263,13 +273,60 @@ class WorkloadPublic(BaseModel):
     )
 
 
+class AlertAtCommit(BaseModel):
+    role: Literal[
+        "opened here", "started here (bisection)", "opened here, bisected to an earlier commit",
+        "fixed here",
+    ]  # fmt: skip
+    id: int
+    state: str
+    change: float = Field(description=CHANGE)
+    summary: str
+    series: SeriesPublic
+    branch: str
+    commit: str = Field(description="the commit whose run opened the alert")
+    first_bad_commit: str | None
+    fixed_by_commit: str | None
+
+
+class FoundHere(BaseModel):
+    """A regression a bisection found at this commit, against the last good commit it tested."""
+
+    alert_id: int
+    state: str
+    workload: str
+    params: dict[str, Any]
+    kernel: str
+    series_id: int
+    change: float = Field(description=CHANGE)
+    p_value: float | None
+    good: str | None = Field(description="the last good commit the bisection tested")
+    head: str = Field(description="the push's measured head")
+    base: str | None = Field(description="the push's measured base")
+
+
 class CommitMetrics(BaseModel):
     commit: CommitPublic
     branch: str | None
     runs: list[RunBrief]
     workloads: list[WorkloadPublic]
     absent: list[AbsentSeries]
-    verdict_counts: dict[str, int]
+    verdict_counts: dict[str, int] = Field(
+        description="the verdicts of the commit's runs, a regression a bisection placed at an "
+        "earlier commit counted there (`bisected`), not here"
+    )
+    alerts: list[AlertAtCommit] = Field(
+        default_factory=list,
+        description="the alerts this commit opened, started (a bisection's first bad commit: "
+        "measured by its paired jobs only, so with no run of its own) or fixed",
+    )
+    found_here: list[FoundHere] = Field(
+        default_factory=list, description="the regressions a bisection found at this commit"
+    )
+    bisected: dict[str, int] = Field(
+        default_factory=dict,
+        description="first bad commit -> how many regressions measured here came in there",
+    )
     # True while these runs await their analysis (verdicts, for about a second after a store)
     # or re-segmentation (change_point fields): those fields may then be missing or lag.
     analysis_pending: bool = False

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from service.analysis.measures import MEASURES, Judgement
 from service.analysis.measures import describe as describe_measure
 from service.analysis.work import MIN_PAIRS, WORK_LABELS, describe
+from service.evaluation.reads.commit_alerts import commit_alerts
 from service.evaluation.reads.commit_ncu import Captures, captures
 from service.evaluation.reads.commit_results import result_metrics
 from service.models import Commit, Run
@@ -84,6 +85,13 @@ def commit_metrics_data(
     timeline = _timelines(session, run_ids)
     measures = _measures(session, run_ids)
     run_by_id = {r.id: r for r in runs}
+    # What the commit's alerts say of it: a bisected first bad commit has them and no run.
+    told = commit_alerts(session, commit, dict(Counter(v.verdict for v in verdicts)))
+    for w_metrics in metrics.values():
+        for _, mp in w_metrics:
+            mp["bisected_to"] = told["moved"].get(mp["series_id"])
+    if branch is None and told["alerts"]:
+        branch = told["alerts"][0]["branch"]
     return {
         "commit": commit_public(commit, repository).model_dump(),
         "branch": branch,
@@ -94,7 +102,10 @@ def commit_metrics_data(
             for w in workloads
         ],
         "absent": _absent(session, [v for v in verdicts if v.result_id is None]),
-        "verdict_counts": dict(Counter(v.verdict for v in verdicts)),
+        "verdict_counts": told["verdict_counts"],
+        "alerts": told["alerts"],
+        "found_here": told["found_here"],
+        "bisected": told["bisected"],
         "analysis_pending": analysis_pending,
         "change_points_pending": change_points_pending,
         "ncu": ncu,

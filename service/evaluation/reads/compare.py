@@ -1,15 +1,20 @@
-"""Two commits side by side: every series measured at both, with change and significance."""
+"""Two commits side by side: every series measured at both, with change and significance.
+
+Significant means what a verdict means (service.analysis.verdicts): beyond chance (BH q at most
+Q over the rows) and beyond the floor of the kernel's duration class, under which no change is
+ever called a regression; a row whose series has an alert at the head (opened there, or started
+there by a bisection) names it, its cause in its summary."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.analysis.verdicts import Q, rank_test_p_values
+from service.analysis.verdicts import Q, class_floor, rank_test_p_values
 from service.core.errors import InvalidReference
 from service.evaluation.reads.commit_metrics import latest_runs
-from service.models import Commit, Result, Series
-from service.schemas.alerts import CompareRow, ComparisonPublic
+from service.models import Alert, Commit, Result, Series
+from service.schemas.alerts import CompareAlert, CompareRow, ComparisonPublic
 from service.store.history.commits import resolve_commit
 from service.store.history.samples import unpack_samples
 from service.store.history.series import series_public
@@ -43,18 +48,23 @@ def compare_commits(
         ]
     )
     q_values = list(false_discovery_control(p_values, method="bh")) if p_values else []
+    alerts = _alerts_at_head(session, head_commit, common)
     rows = []
     for sid, p, q in zip(common, p_values, q_values, strict=True):
         (old, series), (new, _) = before[sid], after[sid]
+        change = (new.median - old.median) / old.median
+        floor = class_floor(old.median) if series.unit == "us" else 0.0
         rows.append(
             CompareRow(
                 series=series_public(series, repo),
                 base_median=old.median,
                 head_median=new.median,
-                change=(new.median - old.median) / old.median,
+                change=change,
                 p_value=p,
                 q_value=float(q),
-                significant=bool(q <= Q),
+                floor=floor,
+                significant=bool(q <= Q) and abs(change) >= floor,
+                alert=alerts.get(sid),
             )
         )
     rows.sort(key=lambda r: (not r.significant, -abs(r.change)))
@@ -66,3 +76,18 @@ def compare_commits(
         only_in_base=[series_public(before[s][1], repo) for s in sorted(set(before) - set(after))],
         only_in_head=[series_public(after[s][1], repo) for s in sorted(set(after) - set(before))],
     )
+
+
+def _alerts_at_head(
+    session: Session, head: Commit, series_ids: list[int]
+) -> dict[int, CompareAlert]:
+    """series id -> its newest alert found at the head or bisected to it."""
+    found = session.scalars(
+        select(Alert)
+        .where(
+            Alert.series_id.in_(series_ids),
+            (Alert.commit_id == head.id) | (Alert.first_bad_commit_id == head.id),
+        )
+        .order_by(Alert.id)
+    )
+    return {a.series_id: CompareAlert(id=a.id, state=a.state, summary=a.summary) for a in found}

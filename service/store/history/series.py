@@ -6,11 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from service.core.errors import InvalidReference, NotFound
 from service.core.sql import among
-from service.models import ChangePoint, Commit, Repository, Result, Run, Series, Verdict
+from service.models import Alert, ChangePoint, Commit, Repository, Result, Run, Series, Verdict
 from service.schemas import metrics as m
 from service.schemas.document import params_key
 from service.store.history.commits import statistics_data
@@ -235,6 +235,7 @@ def _change_points(
         )
         .order_by(Commit.committed_at, ChangePoint.id)
     ).all()
+    moved = _bisected(session, list(since), branch)
     out: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         if r.committed_at >= since[r.series_id]:
@@ -245,6 +246,25 @@ def _change_points(
                     "before_median": r.before_median,
                     "after_median": r.after_median,
                     "change": r.change,
+                    "bisected_to": moved.get((r.series_id, r.sha)),
                 }
             )
     return out
+
+
+def _bisected(session: Session, series_ids: list[int], branch: str) -> dict[tuple[int, str], str]:
+    """(series id, measured head) -> the first bad commit a bisection of the push found, for
+    the series' alerts on the branch that one moved to an earlier commit."""
+    head, first_bad = aliased(Commit), aliased(Commit)
+    rows = session.execute(
+        select(Alert.series_id, head.sha, first_bad.sha)
+        .join(head, head.id == Alert.commit_id)
+        .join(first_bad, first_bad.id == Alert.first_bad_commit_id)
+        .where(
+            among(session, Alert.series_id, series_ids),
+            Alert.branch == branch,
+            Alert.first_bad_commit_id != Alert.commit_id,
+        )
+        .order_by(Alert.id)
+    ).all()
+    return {(sid, at): bad for sid, at, bad in rows}

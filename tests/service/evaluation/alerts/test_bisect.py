@@ -15,6 +15,7 @@ from service.models import Job, Repository
 from service.store.jobs.queue import enqueue
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
+from tests.e2e import wait_for
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import Hook, _server, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
@@ -188,6 +189,42 @@ def test_every_page_shows_the_regression_at_the_first_bad_commit(
     assert (marker["commit"], marker["measured_at"]) == (bad, head)
     figure = admin.get("/trends", params={"series": alert["series"]["id"]}).text
     assert "bisected here from" in figure and '"x":[7.5]' in figure.replace(" ", "")
+    # Once later commits hold the new level, the change point at the measured head is named,
+    # in the trends' table, by where it came in, as the alert names it.
+    line = [*(f"c{i}" for i in range(8)), "head"]  # the head was stored on the c line
+    for i in range(3):
+        later = document(commit=f"later{i}", parents=line[-1:], ancestors=line[::-1],
+                         minutes=21 + i, medians={"gemm_bias_act_fwd": 108.0},
+                         seed=90 + i)  # fmt: skip
+        answer = admin.post("/api/v1/runs", json=later)
+        assert answer.status_code == 201, answer.text
+        line.append(f"later{i}")
+
+    def shifts() -> list[dict]:
+        return admin.get("/trends.json", params={"series": alert["series"]["id"]}).json()[
+            "series"][0]["change_points"]  # fmt: skip
+
+    wait_for(lambda: bool(shifts()), timeout=30)
+    (shift,) = shifts()
+    assert (shift["commit"], shift["bisected_to"]) == (head, bad)
+    table = admin.get("/trends", params={"series": alert["series"]["id"]}).text
+    assert f"(measured at {head[:7]}; a bisection found it came in at {bad[:7]})" in table
+    # The REST API tells the same, from the same read: which kernels regressed at the first bad
+    # commit and why, in one call; the measured head's counts without it.
+    api = admin.get(f"/api/v1/commits/{bad}/metrics").json()
+    (told,) = api["alerts"]
+    assert (told["role"], told["id"], told["first_bad_commit"]) == (
+        "started here (bisection)", alert["id"], bad)  # fmt: skip
+    assert told["summary"] == alert["summary"] and told["series"]["id"] == alert["series"]["id"]
+    assert api["found_here"][0]["alert_id"] == alert["id"] and api["branch"] == "main"
+    at_head = admin.get(f"/api/v1/commits/{head}/metrics").json()
+    assert at_head["bisected"] == {bad: 1}
+    assert at_head["verdict_counts"] == measured["verdict_counts"]
+    (told,) = at_head["alerts"]
+    assert told["role"] == "opened here, bisected to an earlier commit"
+    (metric,) = [m for w in at_head["workloads"] for k in w["kernels"] for m in k["metrics"]
+                 if m["series_id"] == alert["series"]["id"]]  # fmt: skip
+    assert metric["bisected_to"] == bad
 
 
 def test_a_push_of_one_commit_is_not_bisected(

@@ -268,6 +268,13 @@ def test_compare_two_commits(admin: httpx.Client) -> None:
     assert rows[0]["change"] == pytest.approx(0.10, abs=0.01)
     assert rows[1]["series"]["kernel"] == "steady"
     assert rows[1]["significant"] is False
+    # The regression's alert, found at the head, is named with its cause; none for `steady`.
+    (alert,) = admin.get("/api/v1/alerts").json()
+    assert rows[0]["alert"] == {"id": alert["id"], "state": alert["state"],
+                                "summary": alert["summary"]}  # fmt: skip
+    assert rows[1]["alert"] is None and rows[0]["floor"] == 0.01
+    page = admin.get("/compare", params={"base": sha_for(labels[-1]), "head": sha_for("head")})
+    assert f"alert #{alert['id']} (suspected)" in page.text
     missing = admin.get("/api/v1/compare", params={"base": "0" * 40, "head": sha_for("head")})
     assert missing.status_code == 404
 
@@ -444,3 +451,22 @@ def test_the_compilers_knob_the_author_turned_is_named_first(admin: httpx.Client
     answer = admin.post("/api/v1/runs", json=twice)
     assert answer.status_code == 422
     assert "kernel 'matmul_kernel' is named twice in compiled" in answer.text
+
+
+def test_a_change_within_its_class_floor_is_not_significant_in_a_comparison(
+    admin: httpx.Client,
+) -> None:
+    """Samples tight enough that -0.3% is beyond chance: below the 1% floor of a 100 us
+    kernel's class, no verdict calls it a change, and neither does the comparison."""
+    base = document(commit="b", medians={"tight": 100.0}, seed=1, spread=0.0002)
+    head = document(commit="h", parents=["b"], ancestors=["b"], minutes=1,
+                    medians={"tight": 99.7}, seed=2, spread=0.0002)  # fmt: skip
+    for doc in (base, head):
+        assert admin.post("/api/v1/runs", json=doc).status_code == 201
+    (row,) = admin.get(
+        "/api/v1/compare", params={"base": sha_for("b"), "head": sha_for("h")}
+    ).json()["rows"]
+    assert row["q_value"] < 0.01 and row["change"] == pytest.approx(-0.003, abs=0.0005)
+    assert row["significant"] is False
+    page = admin.get("/compare", params={"base": sha_for("b"), "head": sha_for("h")}).text
+    assert "within floor" in page
