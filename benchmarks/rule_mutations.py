@@ -693,6 +693,37 @@ MUTATIONS = [
         '"code": code_digest(method, type(instance), root),',
         "tests/runner/worker/test_references.py",
     ),
+    # Issue 50 items 1 and 5: one story at a commit and at its edges.
+    (
+        "the commit a trend's marker names is labelled on the axis",
+        "dashboards/trend.py",
+        "        keep = {i for sha in marked if (i := self.index.get(sha)) is not None}",
+        "        keep = set()",
+        "tests/dashboards/test_trend.py",
+    ),
+    (
+        "a counter that moved from zero is new, not +100%",
+        "service/evaluation/alerts/attribution.py",
+        "(0.0 if after == before else None)",
+        "(0.0 if after == before else 1.0)",
+        "tests/service/analysis/test_causes.py",
+    ),
+    (
+        "a comparison's significant change is beyond its class floor too",
+        "service/evaluation/reads/compare.py",
+        "significant=bool(q <= Q) and abs(change) >= floor,",
+        "significant=bool(q <= Q),",
+        "tests/service/evaluation/alerts/test_lifecycle.py::test_a_change_within_its_class_floor_is_"
+        "not_significant_in_a_comparison",
+    ),
+    (
+        "a bisected commit's metrics name the alert it started",
+        "service/evaluation/reads/commit_alerts.py",
+        "    found = alerts_at_commit(session, commit.id)",
+        "    found = []",
+        "tests/service/evaluation/alerts/test_bisect.py::test_every_page_shows_the_regression_at_"
+        "the_first_bad_commit",
+    ),
     # Issue 47 item 3: prepare time, peak memory and numeric error judged run against run.
     (
         "a run's measures beside its duration are judged when it is analysed",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import plotly.graph_objects as go
 
@@ -101,9 +101,15 @@ class _Axis:
             return None  # before or after every commit shown: it has no place on this axis
         return bisect_left(self.times, marker.committed_at) - 0.5
 
-    def ticks(self) -> dict[str, object]:
+    def ticks(self, marked: Iterable[str] = ()) -> dict[str, object]:
+        """Every step-th commit labelled, and every marked one (a change point's, an alert's:
+        the commit a person looks for), the regular labels too close to a marked one dropped."""
         step = max(1, math.ceil(len(self.order) / MAX_TICKS))
-        values = list(range(0, len(self.order), step))
+        keep = {i for sha in marked if (i := self.index.get(sha)) is not None}
+        room = max(1, step // 2)
+        values = [v for v in range(0, len(self.order), step)
+                  if all(v == k or abs(v - k) >= room for k in keep)]  # fmt: skip
+        values = sorted({*values, *keep})
         return {"tickvals": values, "ticktext": [short_sha(self.order[i].sha) for i in values]}
 
 
@@ -208,7 +214,11 @@ def trend_figure(
             legend={"orientation": "h", "yanchor": "top", "y": -0.12, "x": 0},
             margin={"l": 70, "r": 20, "t": 30, "b": 40},
             yaxis=_y_axis(lines, metric, log_y, relative, _drawn_ys(arrays, on_top)),
-            xaxis={"automargin": True, "zeroline": False, **axis.ticks()},
+            xaxis={
+                "automargin": True,
+                "zeroline": False,
+                **axis.ticks(m.sha for line in lines for m in line.markers),
+            },
             meta={
                 "median_traces": median_traces,
                 "kind": "trend",

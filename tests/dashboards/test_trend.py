@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -205,6 +206,20 @@ def test_x_is_the_commit_order_of_every_line_together() -> None:
     many = TrendLine("m", "us", points([1.0] * 45))
     ticks = trend_figure([many], metric="duration").layout.xaxis.tickvals
     assert len(ticks) <= 10 and ticks[0] == 0
+
+
+def test_the_commit_a_marker_names_is_labelled_though_labels_are_spaced() -> None:
+    """45 commits, every fifth labelled: the change point's commit (index 23) and the alert's
+    (31) are labelled too, and the regular labels right beside them are dropped."""
+    pts = points([1.0] * 23 + [1.2] * 22)
+    shift = TrendMarker("change_point", pts[23].sha, pts[23].committed_at, "change point")
+    alert = TrendMarker("alert", pts[31].sha, pts[31].committed_at, "#3")
+    fig = trend_figure([TrendLine("m", "us", pts, [shift, alert])], metric="duration")
+    ticks = list(fig.layout.xaxis.tickvals)
+    assert {23, 31} <= set(ticks)
+    assert dict(zip(ticks, fig.layout.xaxis.ticktext, strict=True))[23] == pts[23].sha[:10]
+    assert not {22, 24, 30, 32} & set(ticks)  # none crowding them
+    assert min(b - a for a, b in itertools.pairwise(ticks)) >= 2
 
 
 def test_an_alert_at_an_unmeasured_commit_sits_at_the_next_point() -> None:

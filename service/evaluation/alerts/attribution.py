@@ -12,6 +12,7 @@ New ncu findings and ptxas changes come after. The one-line summary reads like
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlalchemy import select
@@ -133,10 +134,11 @@ def _moved_metrics(
     rows = []
     for name in sorted(set(base) & set(head)):
         before, after = base[name], head[name]
-        moved = (after - before) / abs(before) if before else (0.0 if after == before else 1.0)
+        # From zero a counter is new: no percentage says how far it moved (None).
+        moved = (after - before) / abs(before) if before else (0.0 if after == before else None)
         rows.append({"metric": name, "label": labels.get(name, name), "base": before,
                      "head": after, "change": moved})  # fmt: skip
-    rows.sort(key=lambda m: -abs(m["change"]))
+    rows.sort(key=lambda m: -abs(m["change"]) if m["change"] is not None else -math.inf)
     return rows[:MOVED_METRICS]
 
 

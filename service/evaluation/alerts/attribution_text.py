@@ -64,7 +64,7 @@ def summary(
             moved = [
                 f"{m['label']} {m['base']:.3g}→{m['head']:.3g}"
                 for m in k["metrics"]
-                if m["metric"] != DURATION and abs(m["change"]) >= 0.05
+                if m["metric"] != DURATION and (m["change"] is None or abs(m["change"]) >= 0.05)
             ][:2]
             part += ": not ranked (its ncu capture lacks the counters that estimate time)"
             part += f"; moved most: {', '.join(moved)}" if moved else ""

@@ -229,3 +229,16 @@ def test_an_unranked_capture_names_what_moved_by_the_runners_labels() -> None:
     text = summary(Series(workload="stream", params={}), 0.2, [kernel], [], True)
     assert "moved most: DRAM bytes read 1e+06→2e+06, x__y.sum 5→8" in text
     assert "duration" not in text
+
+
+def test_a_counter_from_zero_is_new_not_a_percentage() -> None:
+    """A counter that was 0 at the base (no spills, no atomics) says "new", never "+100%", and
+    is listed first among those that moved."""
+    base = {"local_stores.sum": 0.0, "x__y.sum": 5.0, "still.sum": 0.0}
+    head = {"local_stores.sum": 4096.0, "x__y.sum": 8.0, "still.sum": 0.0}
+    moved = _moved_metrics(base, head, {})
+    assert [(m["metric"], m["change"]) for m in moved] == [
+        ("local_stores.sum", None),
+        ("x__y.sum", pytest.approx(0.6)),
+        ("still.sum", 0.0),
+    ]
