@@ -31,6 +31,17 @@ def fmt_value(value: float | None, unit: str) -> str:
     return f"{fmt_number(value)} {unit}".rstrip()
 
 
+def wrapped(text: str, width: int = 40, lines: int = 3) -> str:
+    """`text` in lines of at most `width` characters joined by <br> (a tooltip that fits a
+    phone's screen), at most `lines` of them, the last cut with "…" where more were left."""
+    import textwrap
+
+    parts = textwrap.wrap(text, width, break_long_words=True) or [""]
+    if len(parts) > lines:
+        parts = [*parts[: lines - 1], parts[lines - 1][: width - 1] + "…"]
+    return "<br>".join(parts)
+
+
 def fmt_pct(change: float | None, digits: int = 1) -> str:
     if change is None or not math.isfinite(change):
         return "–"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 import plotly.graph_objects as go
 
-from dashboards.format import fmt_pct, fmt_value, short_sha
+from dashboards.format import fmt_pct, fmt_value, short_sha, wrapped
 from dashboards.model import TrendLine, TrendMarker, TrendPoint
 from dashboards.plot import CHANGE_FLOOR, layout, new_figure, scatter
 from dashboards.style import LINE_COLOURS, rgba
@@ -38,6 +38,9 @@ BASELINE_LINES_MAX = 6  # more lines than this: no baseline levels (they would c
 # commit stays visible beside it.
 ALERT_LIFT = 0.06
 MAX_TICKS = 10
+# Characters a tooltip's line holds: ~260 px, so that one at the plot's left edge fits a
+# 390 px phone screen beside its point.
+HOVER_WIDTH = 36
 _TIME_UNITS = frozenset({"ns", "us", "ms", "s"})
 
 
@@ -157,7 +160,7 @@ def trend_figure(
             "y": [scale(p.median) for p in line.points],
             "customdata": _hover_rows(line, levels[i] if relative else None),
         }
-        full = line.label.replace("<", "&lt;")
+        full = wrapped(line.label.replace("<", "&lt;"), HOVER_WIDTH)
         traces.append(
             scatter(
                 mode="lines+markers",
@@ -167,9 +170,9 @@ def trend_figure(
                 marker={"size": 6},
                 hovertemplate=(
                     f"<b>{full}</b><br>"
-                    "<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
-                    "%{customdata[3]}<br>median <b>%{customdata[4]}</b> "
-                    "(q1 %{customdata[5]}, q3 %{customdata[6]})%{customdata[8]}<extra></extra>"
+                    "<b>%{customdata[0]}</b> · %{customdata[2]}<br>%{customdata[1]}<br>"
+                    "%{customdata[3]}<br>median <b>%{customdata[4]}</b><br>"
+                    "q1 %{customdata[5]}, q3 %{customdata[6]}%{customdata[8]}<extra></extra>"
                 ),
             )
         )
@@ -271,9 +274,9 @@ def _hover_rows(line: TrendLine, reference: float | None) -> list[list[str]]:
     return [
         [
             short_sha(p.sha),
-            p.author,
+            p.author[:HOVER_WIDTH],
             p.committed_at.strftime("%Y-%m-%d %H:%M UTC"),
-            p.subject[:100],
+            wrapped(p.subject, HOVER_WIDTH),
             fmt_value(p.median, line.unit),
             fmt_value(p.q1, line.unit),
             fmt_value(p.q3, line.unit),

@@ -20,10 +20,10 @@ pytestmark = [
     pytest.mark.parametrize("db_url", ["sqlite"], indirect=True),
 ]
 
-LAST_MEDIAN_POINT = """() => {
+MEDIAN_POINT = """(which) => {
   const gd = document.getElementById('figure-trend');
   const trace = gd._fullData[gd.layout.meta.median_traces[0]];
-  const n = trace.x.length - 1;
+  const n = which === 'first' ? 0 : trace.x.length - 1;
   const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
   const box = gd.querySelector('.nsewdrag').getBoundingClientRect();
   return {x: box.left + xa.l2p(xa.d2l(trace.x[n])), y: box.top + ya.l2p(ya.d2l(trace.y[n])),
@@ -126,7 +126,7 @@ def test_trend_hover_shows_commit_author_and_value(
 ) -> None:
     page = browser_page.page
     browser_page.open("/trends?workload=train_step")
-    point = page.evaluate(LAST_MEDIAN_POINT)
+    point = page.evaluate(MEDIAN_POINT, "last")
     assert point["sha"] == history.sha(9)
     page.mouse.move(point["x"], point["y"])
     hover = page.locator(".hoverlayer .hovertext").first
@@ -246,5 +246,57 @@ def test_a_phone_wide_page_fits_and_a_dark_page_draws_dark_figures(
         else:
             assert paper == "#fff" and panel == "#fff"
         assert errors == []
+    finally:
+        context.close()
+
+
+def test_every_page_fits_a_1280_px_screen(
+    browser: object, server: object, history: History
+) -> None:
+    """A laptop's 1280 px: no page is wider than the screen, the commit's results table shows
+    its last column (the trend link) without scrolling the page."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        commit = f"/commits/{history.sha(history.regressed_at)}"
+        compare = f"/compare?base={history.sha(0)}&head={history.sha(history.regressed_at)}"
+        for path in ("/", "/trends", "/alerts", commit, compare):
+            page.goto(server.url + path)
+            page.wait_for_selector("body[data-figures-ready='true']", timeout=20_000)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 1280, f"{path} is {width} px wide at 1280"
+        page.goto(server.url + commit)
+        page.wait_for_selector("body[data-figures-ready='true']", timeout=20_000)
+        right = page.evaluate(
+            "Math.max(...Array.from(document.querySelectorAll('table.results tr > :last-child'),"
+            " (c) => c.getBoundingClientRect().right))"
+        )
+        assert right <= 1280
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_trend_hover_at_the_left_edge_stays_on_the_screen(
+    browser: object, server: object, history: History, width: int
+) -> None:
+    """The oldest commit's tooltip (the plot's left edge) is read whole: not cut by the
+    screen's left edge or right edge."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    try:
+        page.goto(server.url + "/trends?workload=train_step")
+        page.wait_for_selector("body[data-figures-ready='true']", timeout=20_000)
+        page.evaluate("document.getElementById('figure-trend').scrollIntoView()")
+        point = page.evaluate(MEDIAN_POINT, "first")
+        page.mouse.move(point["x"], point["y"])
+        hover = page.locator(".hoverlayer .hovertext").first
+        hover.wait_for(timeout=5000)
+        box = hover.bounding_box()
+        assert box is not None and box["x"] >= 0, box
+        assert box["x"] + box["width"] <= width, (box, width)
+        # and the y axis's title is whole on the screen too
+        title = page.locator("#figure-trend .g-ytitle text").first.bounding_box()
+        assert title is not None and title["x"] >= 0 and title["y"] >= 0, title
     finally:
         context.close()

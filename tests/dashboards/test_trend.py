@@ -114,7 +114,10 @@ def test_long_labels_are_cut_in_the_legend_and_whole_in_the_hover() -> None:
     fig = trend_figure([TrendLine(label, "us", points([1.0, 2.0]))], metric="duration")
     median = fig.data[2]
     assert len(median.name) == LEGEND_CHARS and median.name.endswith("· train_step")
-    assert "…" in median.name and label in median.hovertemplate
+    # whole in the hover, in lines a phone's screen holds
+    shown = median.hovertemplate.split("</b>")[0].removeprefix("<b>")
+    assert "…" in median.name and shown.replace("<br>", " ") == label
+    assert max(len(line) for line in shown.split("<br>")) <= 36
     assert short_label("gemm m=1024") == "gemm m=1024"
 
 
