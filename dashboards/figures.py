@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from dashboards.format import fmt_pct, fmt_value
+from dashboards.format import fmt_pct, fmt_value, short_sha
 from dashboards.model import ChangeBar, ShareRow, VerdictColumn
 from dashboards.plot import CHANGE_FLOOR, bar, layout, new_figure, scatter
 from dashboards.style import LINE_COLOURS, VERDICT_ORDER, verdict_colour
@@ -101,6 +101,20 @@ def verdict_history_figure(columns: list[VerdictColumn]) -> go.Figure:
                 marker={"color": verdict_colour(verdict)},
                 customdata=[c.sha for c in columns],
                 hovertemplate="%{x}<br>%{y} " + verdict + "<extra></extra>",
+            )
+        )
+    moved = [sum(c.bisected.values()) for c in columns]
+    if any(moved):  # the measured head of a bisected push: its regressions, hatched
+        since = [", ".join(short_sha(sha)[:7] for sha in c.bisected) for c in columns]
+        traces.append(
+            bar(
+                x=labels,
+                y=moved,
+                name="regressed, bisected earlier",
+                marker={"color": verdict_colour("regressed"), "pattern": {"shape": "/"}},
+                customdata=[[c.sha, s] for c, s in zip(columns, since, strict=True)],
+                hovertemplate="%{x}<br>%{y} regressed: a bisection found they came in at "
+                "%{customdata[1]}<extra></extra>",
             )
         )
     return new_figure(

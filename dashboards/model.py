@@ -68,3 +68,6 @@ class VerdictColumn:
     sha: str
     label: str
     counts: dict[str, int]
+    # Regressions measured in this run that a bisection placed at an earlier commit of its
+    # push (counted there, not in `counts`): first bad sha -> how many.
+    bisected: dict[str, int] = field(default_factory=dict)

@@ -46,7 +46,7 @@ def overview(session: Session) -> tuple[dict[str, Any], dict[str, Any]]:
             while label in seen:  # a category axis would merge two runs of one commit
                 label += "·"
             seen.add(label)
-            columns.append(VerdictColumn(sha=r.sha, label=label, counts=r.verdicts))
+            columns.append(VerdictColumn(r.sha, label, r.verdicts, r.bisected))
         figures["verdicts"] = verdict_history_figure(columns)
     return data, figures
 

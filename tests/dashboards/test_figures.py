@@ -62,6 +62,20 @@ def test_verdict_history_stacks_only_the_verdicts_seen() -> None:
     assert fig.layout.barmode == "stack"
 
 
+def test_a_bisected_pushs_head_draws_its_regressions_hatched_not_grey() -> None:
+    """The measured head of a push whose two regressions a bisection placed at an earlier
+    commit: its bar holds them (hatched, in the regression's colour), with where they came in."""
+    columns = [
+        VerdictColumn("a" * 40, "aaaaaaa", {"unchanged": 5}),
+        VerdictColumn("b" * 40, "bbbbbbb", {"unchanged": 3}, {"c" * 40: 2}),
+    ]
+    fig = verdict_history_figure(columns)
+    (moved,) = [t for t in fig.data if t.name == "regressed, bisected earlier"]
+    assert list(moved.y) == [0, 2] and moved.marker.pattern.shape == "/"
+    assert moved.marker.color == VERDICT_COLOURS["regressed"]
+    assert moved.customdata[1][1] == "ccccccc"
+
+
 def test_peaks_and_fraction_of_peak() -> None:
     h100 = device_peak({"name": "NVIDIA H100 80GB HBM3", "sm_count": 132})
     assert h100 is not None and h100.bytes_per_s == pytest.approx(3.35e12)

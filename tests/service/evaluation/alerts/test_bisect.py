@@ -183,7 +183,9 @@ def test_every_page_shows_the_regression_at_the_first_bad_commit(
     (newest, *_) = admin.get("/index.json").json()["recent_runs"]
     assert newest["sha"] == head and newest["bisected"] == {bad: 1}
     assert "regressed" not in newest["verdicts"]
-    assert f"1 regressed since {bad[:7]}, bisected" in admin.get("/").text
+    overview = admin.get("/").text
+    assert f"1 regressed since {bad[:7]}, bisected" in overview
+    assert "regressed, bisected earlier" in overview  # the head's bar holds it, hatched
     trend = admin.get("/trends.json", params={"series": alert["series"]["id"]}).json()
     (marker,) = trend["alerts"]
     assert (marker["commit"], marker["measured_at"]) == (bad, head)
