@@ -51,6 +51,7 @@ ASCII = {  # their pattern admits these characters only
     "workloads[].timing.kernel": "k",
     "workloads[].timeline.kernels[].kernel": "k",
     "workloads[].ncu.kernels[].kernel": "k",
+    "workloads[].compiled[].kernel": "k",
     "workloads[].ncu.kernels[].determinants": "d",  # 64 hex digits
 }
 # Parameters are bounded as a whole (their canonical JSON is part of an index entry): tested apart.
@@ -135,6 +136,9 @@ def base() -> dict[str, Any]:
     for w in doc["workloads"]:
         w.setdefault("params", {}).setdefault("m", 1)
         w.setdefault("choices", {"gemm_kernel": "num_warps: 4"})
+        triton = {"kernel": "matmul_kernel", "compiler": "triton", "num_warps": 4,
+                  "config": "BLOCK_M: 64", "target": "cuda:90"}  # fmt: skip
+        w.setdefault("compiled", [triton])
         if w.get("ncu"):
             for k in w["ncu"]["kernels"]:
                 k.setdefault("findings", []).append({"rule": "SOL", "description": "x"})
