@@ -97,16 +97,21 @@ def judge(
 
 def describe(v: Judgement) -> str:
     """'peak memory 1.07 GB → 1.61 GB (+50%), regressed'."""
-    rule = MEASURES[v.measure]
-    if v.base is None:
-        return f"{rule.label} {_amount(v.measure, v.value)}, new"
-    said = f"{rule.label} {_amount(v.measure, v.base)} → {_amount(v.measure, v.value)}"
-    if v.change is not None and rule.factor > 0:
-        ratio = v.change + 1
-        said += f" (×{ratio:.3g})" if ratio < 1000 else f" (×{ratio:,.0f})"
-    elif v.change is not None:
-        said += f" ({v.change:+.0%})"
-    return f"{said}, {v.verdict}"
+    return said(v.measure, v.value, v.base, v.change, v.verdict)
+
+
+def said(measure: str, value: float, base: float | None, change: float | None, verdict: str) -> str:
+    """A judged measure in words (describe), from its stored fields."""
+    rule = MEASURES[measure]
+    if base is None:
+        return f"{rule.label} {_amount(measure, value)}, new"
+    words = f"{rule.label} {_amount(measure, base)} → {_amount(measure, value)}"
+    if change is not None and rule.factor > 0:
+        ratio = change + 1
+        words += f" (×{ratio:.3g})" if ratio < 1000 else f" (×{ratio:,.0f})"
+    elif change is not None:
+        words += f" ({change:+.0%})"
+    return f"{words}, {verdict}"
 
 
 def _amount(measure: str, value: float) -> str:

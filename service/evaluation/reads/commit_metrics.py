@@ -8,8 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
-from service.analysis.measures import MEASURES, Judgement
-from service.analysis.measures import describe as describe_measure
+from service.analysis.measures import MEASURES, said
 from service.analysis.work import MIN_PAIRS, WORK_LABELS, describe
 from service.evaluation.reads.commit_alerts import commit_alerts
 from service.evaluation.reads.commit_ncu import Captures, captures
@@ -136,8 +135,6 @@ def _measures(session: Session, run_ids: list[int]) -> dict[int, list[dict[str, 
         rule = MEASURES.get(row.measure)
         if rule is None:
             continue
-        judged = Judgement(row.measure, row.value, row.base_value, row.change, row.verdict,
-                           row.tolerance)  # fmt: skip
         out[row.run_workload_id].append(
             {
                 "measure": row.measure,
@@ -148,7 +145,7 @@ def _measures(session: Session, run_ids: list[int]) -> dict[int, list[dict[str, 
                 "change": row.change,
                 "verdict": row.verdict,
                 "tolerance": row.tolerance,
-                "said": describe_measure(judged),
+                "said": said(row.measure, row.value, row.base_value, row.change, row.verdict),
             }
         )
     return out

@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from dashboards.format import series_label
 from dashboards.style import VERDICT_ORDER
+from service.analysis.measures import said
 from service.analysis.work import describe
 from service.core.settings import Settings
 from service.evaluation.verdicts.evaluate import BROKEN_STATES
@@ -140,6 +141,12 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
     counts["broken"] = len(broken)
     more_work = _more_work(session, [r for r in runs if r.work_changes == "fail"])
     counts["more work"] = len(more_work)
+    # Prepare time, peak memory, numeric error: said, a notice (their alerts are to come).
+    measures = [
+        f"{series_label(w.name, w.params, None, compact=True)}: "
+        f"{said(v.measure, v.value, v.base_value, v.change, v.verdict)}"
+        for v, w in github_reads.regressed_measures(session, ids)
+    ]
 
     build_failed = any(r.status == "build_failed" for r in runs)
     parts = ["build failed"] if build_failed else []
@@ -151,8 +158,10 @@ def summarize(session: Session, runs: list[Run]) -> tuple[str, str]:
         parts.insert(0, "the run failed")
     else:
         state = "success"
+    if measures:
+        parts.append(f"{len(measures)} measure{'s' if len(measures) > 1 else ''} regressed")
     text = ", ".join(parts) or "no results"
-    named = worst[1] if worst else next(iter([*broken.values(), *more_work]), None)
+    named = worst[1] if worst else next(iter([*broken.values(), *more_work, *measures]), None)
     if named:
         text += f" ({named})"
     return state, cut(text)

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from service.models import (
     Commit,
+    MeasureVerdict,
     PullRequest,
     Repository,
     Run,
@@ -66,6 +67,20 @@ def grown_work(session: Session, run_ids: Iterable[int]) -> list[tuple[WorkVerdi
             WorkVerdict.verdict == "changed",
             (WorkVerdict.change > 0) | WorkVerdict.change.is_(None),
         )
+    ).all()
+    return [(v, w) for v, w in rows]
+
+
+def regressed_measures(
+    session: Session, run_ids: Iterable[int]
+) -> list[tuple[MeasureVerdict, RunWorkload]]:
+    """The runs' measures beside the durations (prepare time, peak memory, numeric error) that
+    regressed, the most first."""
+    rows = session.execute(
+        select(MeasureVerdict, RunWorkload)
+        .join(RunWorkload, RunWorkload.id == MeasureVerdict.run_workload_id)
+        .where(RunWorkload.run_id.in_(list(run_ids)), MeasureVerdict.verdict == "regressed")
+        .order_by(MeasureVerdict.change.desc(), MeasureVerdict.id)
     ).all()
     return [(v, w) for v, w in rows]
 

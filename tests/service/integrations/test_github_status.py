@@ -431,3 +431,30 @@ def test_labels_and_the_140_character_limit() -> None:
     assert api.is_github_repository("my-org/kernels.cuda")
     for name in ("kernels", "acme/kernels/extra", "/kernels", "acme/", "acme/.."):
         assert not api.is_github_repository(name), name
+
+
+def test_a_regressed_measure_is_said_in_the_status_as_a_notice(
+    settings: Settings, fake_github: FakeGitHub
+) -> None:
+    """Peak memory +50% with the duration unchanged: the status says it, and stays a success
+    (a measure's verdict is a notice until its alerts come)."""
+
+    def with_peak(doc: dict[str, Any], peak: float) -> dict[str, Any]:
+        for process in doc["workloads"][0]["timing"]["processes"]:
+            process["peak_memory_bytes"] = int(peak)
+        return doc
+
+    with serve(with_github(settings, fake_github)) as client:
+        base = with_peak(document(commit="c0", medians={"k": 100.0}), 1.07e9)
+        assert client.post("/api/v1/runs", json=base).status_code == 201
+        fake_github.wait_for(1)
+        head = document(commit="head", parents=["c0"], ancestors=["c0"], minutes=5, seed=3,
+                        medians={"k": 100.0})  # fmt: skip
+        assert client.post("/api/v1/runs", json=with_peak(head, 1.61e9)).status_code == 201
+        fake_github.wait_for(2)
+    (sent,) = fake_github.for_sha(sha_for("head"))
+    assert (sent.body["state"], sent.body["description"]) == (
+        "success",
+        "1 unchanged, 1 measure regressed (gemm_fwd 1024³ k: peak memory 1.07 GB → 1.61 GB "
+        "(+50%), regressed)",
+    )
