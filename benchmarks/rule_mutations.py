@@ -730,7 +730,7 @@ MUTATIONS = [
         "service/evaluation/verdicts/evaluate.py",
         "    judge_measures(session, run.id, line)\n",
         "",
-        "tests/service/histories/test_measures.py",
+        "tests/service/evaluation/verdicts/test_measure_verdicts.py",
     ),
     (
         "one real step of a measure does not widen its tolerance for the runs after it",
