@@ -39,7 +39,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.history_gpu import _load, git, log, record_history  # noqa: E402
+from benchmarks.history_gpu import (  # noqa: E402
+    _load,
+    git,
+    log,
+    record_history,
+    reported_by_series,
+)
 from benchmarks.history_truth import alternated, in_processes, mean_over_processes  # noqa: E402
 
 SUITE = ROOT / "benchmarks" / "doubt_suite"
@@ -142,11 +148,7 @@ def summarize(saved: dict[str, Any]) -> dict[str, Any]:
         metrics = saved["reported"].get(commit["sha"])
         if metrics is None:
             break
-        reported = {}
-        for w in metrics["workloads"]:
-            wid = f"{w['workload']}[" + ",".join(
-                f"{k}={v}" for k, v in sorted(w["params"].items())) + "]"  # fmt: skip
-            reported[wid] = w["kernels"][0]["metrics"][0]
+        reported = reported_by_series(metrics)
         for wid in SERIES:
             m = reported.get(wid, {})
             true = truth.get(str(commit["index"]), {}).get(wid)

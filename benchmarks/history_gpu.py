@@ -210,6 +210,21 @@ def settled(client: httpx.Client, sha: str, repository: str = REPOSITORY) -> boo
     return all(a["state"] != "suspected" for a in client.get("/api/v1/alerts").json())
 
 
+def series_key(workload: str, params: dict[str, Any]) -> str:
+    """'block[cols=8192,rows=8192]': a series as the tables name it."""
+    return f"{workload}[" + ",".join(f"{k}={v}" for k, v in sorted(params.items())) + "]"
+
+
+def reported_by_series(metrics: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A commit's metrics answer as series key -> its (last) metric: change, verdict, note."""
+    out = {}
+    for w in metrics["workloads"]:
+        for k in w["kernels"]:
+            for m in k["metrics"]:
+                out[series_key(w["workload"], w["params"])] = m
+    return out
+
+
 def record_history(
     work: Path,
     commits: list[dict[str, Any]],

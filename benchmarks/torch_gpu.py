@@ -49,7 +49,9 @@ from benchmarks.history_gpu import (  # noqa: E402
     git,
     log,
     record_history,
+    reported_by_series,
     running,
+    series_key,
 )
 
 EXAMPLE = ROOT / "docs" / "example-suite-torch"
@@ -164,22 +166,14 @@ def reread(saved: dict[str, Any], database: Path, work: Path) -> dict[str, Any]:
 def rows(saved: dict[str, Any]) -> list[dict[str, Any]]:
     alerts: dict[tuple[str, str], dict[str, Any]] = {}
     for a in saved["alerts"]:
-        wid = f"{a['series']['workload']}[" + ",".join(
-            f"{k}={v}" for k, v in sorted(a["series"]["params"].items())) + "]"  # fmt: skip
-        alerts[(a["commit"], wid)] = a
+        alerts[(a["commit"], series_key(a["series"]["workload"], a["series"]["params"]))] = a
     truth = saved.get("truth", {}).get("pairs", {})
     out = []
     for commit in saved["commits"]:
         metrics = saved["reported"].get(commit["sha"])
         if metrics is None:
             break
-        reported = {}
-        for w in metrics["workloads"]:
-            wid = f"{w['workload']}[" + ",".join(
-                f"{k}={v}" for k, v in sorted(w["params"].items())) + "]"  # fmt: skip
-            for k in w["kernels"]:
-                for m in k["metrics"]:
-                    reported[wid] = m
+        reported = reported_by_series(metrics)
         for wid in SERIES:
             m = reported.get(wid, {})
             true = truth.get(str(commit["index"]), {}).get(wid)
