@@ -733,6 +733,20 @@ MUTATIONS = [
         "tests/service/evaluation/verdicts/test_measure_verdicts.py",
     ),
     (
+        "a regressed measure opens an alert when its run is analysed",
+        "service/evaluation/backlog.py",
+        "        update_measure_alerts(session, run)\n",
+        "",
+        "tests/service/evaluation/verdicts/test_measure_verdicts.py",
+    ),
+    (
+        "a measure's alert is fixed by the run that brings it back",
+        "service/evaluation/alerts/measure_alerts.py",
+        "            fixed_in_line(session, active, run, why)",
+        "            pass",
+        "tests/service/evaluation/verdicts/test_measure_verdicts.py",
+    ),
+    (
         "one real step of a measure does not widen its tolerance for the runs after it",
         "service/analysis/measures.py",
         "    return sorted(steps)[-2] if len(steps) >= 3 else 0.0",

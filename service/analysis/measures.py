@@ -100,18 +100,21 @@ def describe(v: Judgement) -> str:
     return said(v.measure, v.value, v.base, v.change, v.verdict)
 
 
-def said(measure: str, value: float, base: float | None, change: float | None, verdict: str) -> str:
-    """A judged measure in words (describe), from its stored fields."""
+def said(
+    measure: str, value: float, base: float | None, change: float | None, verdict: str | None
+) -> str:
+    """A judged measure in words (describe), from its stored fields; without its verdict where
+    `verdict` is None ('peak memory 1.07 GB → 1.61 GB (+50%)')."""
     rule = MEASURES[measure]
     if base is None:
-        return f"{rule.label} {_amount(measure, value)}, new"
+        return f"{rule.label} {_amount(measure, value)}" + (", new" if verdict else "")
     words = f"{rule.label} {_amount(measure, base)} → {_amount(measure, value)}"
     if change is not None and rule.factor > 0:
         ratio = change + 1
         words += f" (×{ratio:.3g})" if ratio < 1000 else f" (×{ratio:,.0f})"
     elif change is not None:
         words += f" ({change:+.0%})"
-    return f"{words}, {verdict}"
+    return f"{words}, {verdict}" if verdict else words
 
 
 def _amount(measure: str, value: float) -> str:

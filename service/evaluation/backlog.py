@@ -34,6 +34,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.core.db import one_writer
 from service.evaluation.alerts.lifecycle import confirm_measured, notify_broken, update_alerts
+from service.evaluation.alerts.measure_alerts import update_measure_alerts
 from service.evaluation.verdicts import confirmations
 from service.evaluation.verdicts.changepoints import Segmented, update_change_points
 from service.evaluation.verdicts.evaluate import evaluate_run
@@ -116,6 +117,7 @@ def _analyse(factory: sessionmaker[Session], run_id: int) -> tuple[str, list[int
         assert run is not None
         verdicts = evaluate_run(session, run)
         suspected = update_alerts(session, run, verdicts)
+        update_measure_alerts(session, run)
         # Those the run measured against their base itself are settled now; the rest wait.
         waiting = confirm_measured(session, run, suspected, CONFIRM_ATTEMPTS)
         confirmations.queue(session, run, verdicts, waiting, max_attempts=CONFIRM_ATTEMPTS)

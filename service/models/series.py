@@ -10,6 +10,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from service.models.base import Base, utcnow
 
+# The method of a workload's measure's series (its prepare time, peak memory, numeric error:
+# service.analysis.measures): the anchor of its alerts, with no results of its own.
+MEASURE_METHOD = "measure"
+
 
 class Series(Base):
     """One (repository, suite, workload + parameters, kernel, metric, timing method,

@@ -68,6 +68,24 @@ def _notify(session: Session, alert: Alert, kind: str, note: str) -> None:
     )  # fmt: skip
 
 
+def announce(session: Session, alert: Alert) -> None:
+    """Notify an alert opened without a confirmation (a measure's: service.evaluation.alerts.
+    measure_alerts)."""
+    _notify(session, alert, "alert_opened", "")
+
+
+def fixed_in_line(session: Session, alert: Alert, run: Run, why: str) -> None:
+    """`run` brought the alert's series back: fixed, naming the commit and the run, where the
+    run's commit descends from the alert's (an earlier commit arriving late fixes nothing)."""
+    if alert.commit_id not in _line(session, run):
+        return
+    sha = commit_sha(session, run.commit_id)[:12]
+    alert.fixed_by_commit_id = run.commit_id
+    transition(
+        session, alert, "fixed", "kernelwatch", f"fixed by {sha} (run {run.run_uuid}): {why}"
+    )
+
+
 def update_alerts(session: Session, run: Run, verdicts: list[Verdict]) -> list[Alert]:
     """Open suspected alerts for new regressions and doubtful slowdowns (a young level's pending
     one: its confirmation settles it at once, service.evaluation.verdicts.confirmations), and close

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from typing import Any
 
@@ -9,13 +10,52 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from service.core.errors import InvalidReference, NotFound
-from service.core.sql import among
+from service.core.sql import among, dialect_insert
 from service.models import Alert, ChangePoint, Commit, Repository, Result, Run, Series, Verdict
+from service.models.base import utcnow
+from service.models.series import MEASURE_METHOD
 from service.schemas import metrics as m
 from service.schemas.document import params_key
 from service.store.history.commits import statistics_data
 from service.store.history.samples import unpack_samples
 from service.store.verdicts.waiting import series_pending
+
+
+def measure_identity(run: Run, workload: str, key: str, measure: str) -> str:
+    """The identity of a workload's measure's series (as workload_rows.series_identity orders a
+    timing's fields: its kernel none, its metric the measure, its method MEASURE_METHOD)."""
+    parts = [str(run.repository_id), run.suite, workload, key, "", measure, run.fingerprint,
+             MEASURE_METHOD]  # fmt: skip
+    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
+
+
+def measure_series(session: Session, identities: list[str]) -> dict[str, Series]:
+    """The measure series that exist among these identities, by identity."""
+    if not identities:
+        return {}
+    found = session.scalars(select(Series).where(among(session, Series.identity, identities)))
+    return {s.identity: s for s in found}
+
+
+def new_measure_series(
+    session: Session, run: Run, workload: str, params: dict[str, Any], measure: str, unit: str
+) -> Series:
+    """The series of a workload's measure beside its duration (its prepare time, peak memory
+    or numeric error), made where it is new: the anchor of its alert. It holds no results: a
+    measure's values are its workload's (run_workloads.measures), judged by their own rule."""
+    key = params_key(params)
+    identity = measure_identity(run, workload, key, measure)
+    session.execute(
+        dialect_insert(session)(Series)
+        .values(identity=identity, repository_id=run.repository_id, suite=run.suite,
+                workload=workload, params=params, params_key=key, kernel="", metric=measure,
+                unit=unit, method=MEASURE_METHOD, fingerprint=run.fingerprint,
+                created_at=utcnow())
+        .on_conflict_do_nothing()
+    )  # fmt: skip
+    made = session.scalar(select(Series).where(Series.identity == identity))
+    assert made is not None
+    return made
 
 
 def series_public(series: Series, repository: str) -> m.SeriesPublic:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from service.models import Alert, Commit, Job, Repository, Run, Runner, Series, Verdict
 from service.models.alert import ACTIVE_STATES
+from service.models.series import MEASURE_METHOD
 from service.store.alerts.places import inherited, without_bisected
 
 ACTIVE_JOB_STATES = ("queued", "running")
@@ -209,10 +210,11 @@ def gpu_names(session: Session, repository_id: int) -> list[tuple[str, str]]:
 
 
 def metrics(session: Session, repository_id: int) -> list[str]:
+    """The metrics a trend can draw: a measure's series (an alert's anchor) has no points."""
     return list(
         session.scalars(
             select(Series.metric)
-            .where(Series.repository_id == repository_id)
+            .where(Series.repository_id == repository_id, Series.method != MEASURE_METHOD)
             .distinct()
             .order_by(Series.metric)
             .limit(100)
@@ -241,7 +243,11 @@ def series_options(session: Session, repository_id: int, metric: str) -> list[Se
             Series.unit,
             Series.fingerprint,
         )
-        .where(Series.repository_id == repository_id, Series.metric == metric)
+        .where(
+            Series.repository_id == repository_id,
+            Series.metric == metric,
+            Series.method != MEASURE_METHOD,
+        )
         .order_by(Series.workload, Series.params_key, Series.kernel, Series.id)
         .limit(5000)
     ).all()

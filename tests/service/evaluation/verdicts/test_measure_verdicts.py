@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from sqlalchemy import Engine, select
 
+from service.models import Notification
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
@@ -40,7 +42,18 @@ def measures(client: httpx.Client, label: str) -> dict[str, tuple[str, str]]:
     return {m["measure"]: (m["verdict"], m["said"]) for m in w["measures"]}
 
 
-def test_prepare_time_peak_memory_and_numeric_error_have_verdicts(client: httpx.Client) -> None:
+def notified(engine: Engine) -> list[tuple[str, str]]:
+    """(kind, headline) of the notification events written so far, in order."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(Notification.kind, Notification.payload).order_by(Notification.id)
+        )
+        return [(kind, payload["headline"]) for kind, payload in rows]
+
+
+def test_prepare_time_peak_memory_and_numeric_error_have_verdicts(
+    client: httpx.Client, engine: Engine
+) -> None:
     line: list[str] = []
     for i in range(4):
         post(client, f"c{i}", line[::-1], STEADY)
@@ -58,11 +71,34 @@ def test_prepare_time_peak_memory_and_numeric_error_have_verdicts(client: httpx.
     }
     page = client.get(f"/commits/{sha_for('moved')}").text
     assert "peak memory 1.07 GB → 1.61 GB (+50%), regressed" in page
+    # Each opened an alert at once (no interleaved confirmation: a measure needs none).
+    opened = {a["series"]["metric"]: a for a in client.get("/api/v1/alerts").json()}
+    assert set(opened) == {"numeric_error", "peak_memory_bytes", "prepare_seconds"}
+    peak = opened["peak_memory_bytes"]
+    assert (peak["state"], peak["commit"], peak["confirm_job_id"]) == (
+        "open",
+        sha_for("moved"),
+        None,
+    )
+    assert peak["summary"] == "gemm_fwd 1024³ tmatmul: peak memory 1.07 GB → 1.61 GB (+50%)"
+    assert peak["change"] == pytest.approx(0.505, abs=0.001)
+    # An alert's series of a measure holds no points: no trend offers it.
+    assert client.get("/trends.json").json()["choices"]["metrics"] == ["duration"]
+    alerts_page = client.get("/alerts")
+    assert alerts_page.status_code == 200 and peak["summary"] in alerts_page.text
+    # and notified as a duration's alert is, once each
+    assert ("alert_opened", peak["summary"]) in notified(engine) and len(notified(engine)) == 3
     post(client, "innocent", line[::-1], MOVED)  # compared with the moved run: unchanged
     line.append("innocent")
     assert {v for v, _ in measures(client, "innocent").values()} == {"unchanged"}
+    assert len(client.get("/api/v1/alerts", params={"state": "all"}).json()) == 3  # none new
     post(client, "fix", line[::-1], STEADY)
     assert {v for v, _ in measures(client, "fix").values()} == {"improved"}
+    fixed = client.get(f"/api/v1/alerts/{peak['id']}").json()
+    assert (fixed["state"], fixed["fixed_by_commit"]) == ("fixed", sha_for("fix"))
+    assert "back within 1% of the level it regressed from" in fixed["events"][-1]["note"]
+    assert client.get("/api/v1/alerts", params={"state": "open"}).json() == []
+    assert [kind for kind, _ in notified(engine)].count("alert_fixed") == 3
 
 
 def test_a_workload_that_reports_none_of_them_has_none(client: httpx.Client) -> None:
