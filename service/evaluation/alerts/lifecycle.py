@@ -270,30 +270,39 @@ def _suspect(session: Session, run: Run, v: Verdict) -> Alert:
     attribution["base_median"] = v.baseline_median
     if retired is not None:  # the base measured the workload as it was defined before
         attribution["redefined_from"] = {"series_id": retired.id, "params": retired.params}
+    note = (f"{v.verdict} {v.change:+.1%} (q = {v.q_value:.2g}); to be confirmed by base and "
+            "head timed interleaved")  # fmt: skip
+    return new_alert(session, run, series.id, base_commit_id, "suspected", v.change, attribution,
+                     note)  # fmt: skip
+
+
+def new_alert(
+    session: Session,
+    run: Run,
+    series_id: int,
+    base_commit_id: int | None,
+    state: str,
+    change: float,
+    attribution: dict[str, Any],
+    note: str,
+) -> Alert:
+    """An alert the run opened on the series, with its first event (from nothing)."""
     alert = Alert(
         repository_id=run.repository_id,
-        series_id=series.id,
+        series_id=series_id,
         run_id=run.id,
         commit_id=run.commit_id,
         base_commit_id=base_commit_id,
         branch=run.branch,
-        state="suspected",
-        change=v.change,
+        state=state,
+        change=change,
         summary=attribution["summary"],
         attribution=attribution,
     )
     session.add(alert)
     session.flush()
-    session.add(
-        AlertEvent(
-            alert_id=alert.id,
-            from_state=None,
-            to_state="suspected",
-            actor="kernelwatch",
-            note=f"{v.verdict} {v.change:+.1%} (q = {v.q_value:.2g}); to be confirmed by base "
-            "and head timed interleaved",
-        )
-    )
+    session.add(AlertEvent(alert_id=alert.id, from_state=None, to_state=state,
+                           actor="kernelwatch", note=note))  # fmt: skip
     return alert
 
 

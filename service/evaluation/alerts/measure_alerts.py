@@ -16,9 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.measures import MEASURES, said
-from service.evaluation.alerts.lifecycle import announce, fixed_in_line, transition
+from service.evaluation.alerts.lifecycle import announce, fixed_in_line, new_alert, transition
 from service.evaluation.verdicts.notes import describe_workload
-from service.models import Alert, AlertEvent, MeasureVerdict, Run, RunWorkload
+from service.models import Alert, MeasureVerdict, Run, RunWorkload
 from service.models.alert import ACTIVE_STATES
 from service.store.history.series import measure_identity, measure_series, new_measure_series
 
@@ -89,35 +89,10 @@ def _open(session: Session, run: Run, series_id: int, v: MeasureVerdict, w: RunW
     if v.base_run_id is not None:
         base_run = session.get(Run, v.base_run_id)
         base_commit_id = base_run.commit_id if base_run is not None else None
-    alert = Alert(
-        repository_id=run.repository_id,
-        series_id=series_id,
-        run_id=run.id,
-        commit_id=run.commit_id,
-        base_commit_id=base_commit_id,
-        branch=run.branch,
-        state="open",
-        change=v.change,
-        summary=summary,
-        attribution={
-            "summary": summary,
-            "measure": v.measure,
-            "base": v.base_value,
-            "head": v.value,
-            "tolerance": v.tolerance,
-        },
-    )
-    session.add(alert)
-    session.flush()
-    session.add(
-        AlertEvent(
-            alert_id=alert.id,
-            from_state=None,
-            to_state="open",
-            actor="kernelwatch",
-            note=f"{words}: beyond its rule's tolerance of {v.tolerance:.0%}; a measure "
-            "needs no interleaved confirmation",
-        )
-    )
+    attribution = {"summary": summary, "measure": v.measure, "base": v.base_value,
+                   "head": v.value, "tolerance": v.tolerance}  # fmt: skip
+    note = (f"{words}: beyond its rule's tolerance of {v.tolerance:.0%}; a measure needs no "
+            "interleaved confirmation")  # fmt: skip
+    alert = new_alert(session, run, series_id, base_commit_id, "open", v.change, attribution, note)
     announce(session, alert)
     return alert
