@@ -1,6 +1,7 @@
 """the kernels a workload's launch ran as their compiler left them (threads, registers, shared
 and local memory; a Triton kernel's warps, stages, autotuned config and target); the measures
-beside its duration (prepare time, peak memory, numeric error) and their verdicts
+beside its duration (prepare time, peak memory, numeric error) and their verdicts; a commit's
+alerts found by index (those it opened, started by bisection, or fixed)
 
 Revision ID: 0019
 Revises: 0018
@@ -18,6 +19,7 @@ down_revision: str | None = "0018"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+ALERT_COLUMNS = ("commit_id", "first_bad_commit_id", "fixed_by_commit_id")
 JSON = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 
 
@@ -51,9 +53,13 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_measure_verdicts")),
     )
     op.create_index("ix_measure_verdicts_run_workload_id", "measure_verdicts", ["run_workload_id"])
+    for column in ALERT_COLUMNS:
+        op.create_index(f"ix_alerts_{column}", "alerts", [column])
 
 
 def downgrade() -> None:
+    for column in ALERT_COLUMNS:
+        op.drop_index(f"ix_alerts_{column}", table_name="alerts")
     op.drop_index("ix_measure_verdicts_run_workload_id", table_name="measure_verdicts")
     op.drop_table("measure_verdicts")
     # Not in a batch: on SQLite a batch copies the table, and dropping the old copy would take

@@ -26,6 +26,10 @@ class Alert(Base):
         # The alerts page lists by state; a new result of a series looks up its open alerts.
         Index("ix_alerts_state", "state"),
         Index("ix_alerts_series_id_state", "series_id", "state"),
+        # A commit's alerts: those it opened, started (a bisection's first bad commit), fixed.
+        Index("ix_alerts_commit_id", "commit_id"),
+        Index("ix_alerts_first_bad_commit_id", "first_bad_commit_id"),
+        Index("ix_alerts_fixed_by_commit_id", "fixed_by_commit_id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -67,7 +67,8 @@ def commit_alerts(
     `bisected` (first bad commit -> how many), `found_here`, and `verdict_counts` with the
     regressions counted where a bisection found they came in, not at the measured head."""
     found = alerts_at_commit(session, commit.id)
-    alerts, roles = alerts_public(session, [a for a, _ in found]), [role for _, role in found]
+    alerts = alerts_public(session, [a for a, _ in found]) if found else []
+    roles = [role for _, role in found]
     moved = moved_away(alerts, roles)
     return {
         "alerts": [

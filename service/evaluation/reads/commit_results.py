@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from service.evaluation.reads.commit_baselines import baselines_at
 from service.models import Commit
 from service.store.history.commits import statistics_data
+from service.store.history.series import bisected_heads
 from service.store.reads import commit_reads as reads
 
 # Per run workload, (kernel, metric) of each of its results.
@@ -117,6 +118,9 @@ def _change_points(
     """Per series, the change point on the branch whose first commit is this one."""
     if branch is None or not series_ids:
         return {}
+    found = reads.change_points(session, commit.id, branch, series_ids)
+    # Where a bisection placed the shift earlier, the series' history says so: here too.
+    moved = bisected_heads(session, [cp.series_id for cp in found], branch) if found else {}
     return {
         cp.series_id: {
             "commit": commit.sha,
@@ -124,6 +128,7 @@ def _change_points(
             "before_median": cp.before_median,
             "after_median": cp.after_median,
             "change": cp.change,
+            "bisected_to": moved.get((cp.series_id, commit.sha)),
         }
-        for cp in reads.change_points(session, commit.id, branch, series_ids)
+        for cp in found
     }

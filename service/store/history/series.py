@@ -275,7 +275,7 @@ def _change_points(
         )
         .order_by(Commit.committed_at, ChangePoint.id)
     ).all()
-    moved = _bisected(session, list(since), branch)
+    moved = bisected_heads(session, list(since), branch)
     out: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         if r.committed_at >= since[r.series_id]:
@@ -292,7 +292,9 @@ def _change_points(
     return out
 
 
-def _bisected(session: Session, series_ids: list[int], branch: str) -> dict[tuple[int, str], str]:
+def bisected_heads(
+    session: Session, series_ids: list[int], branch: str
+) -> dict[tuple[int, str], str]:
     """(series id, measured head) -> the first bad commit a bisection of the push found, for
     the series' alerts on the branch that one moved to an earlier commit."""
     head, first_bad = aliased(Commit), aliased(Commit)
