@@ -689,8 +689,8 @@ MUTATIONS = [
     (
         "a kept reference is keyed by the inputs the instance holds",
         "runner/worker/references.py",
-        '"code": code_digest(method, type(instance), root), "arrays": prints,',
-        '"code": code_digest(method, type(instance), root),',
+        '"code": code_digest(method, instance, root), "arrays": prints,',
+        '"code": code_digest(method, instance, root),',
         "tests/runner/worker/test_references.py",
     ),
     # Issue 50 items 1 and 5: one story at a commit and at its edges.
@@ -723,6 +723,15 @@ MUTATIONS = [
         "    found = []",
         "tests/service/evaluation/alerts/test_bisect.py::test_every_page_shows_the_regression_at_"
         "the_first_bad_commit",
+    ),
+    (
+        "a kept reference is keyed by the code of the objects of the suite it calls",
+        "runner/worker/references.py",
+        "        elif _own(type(value).__module__, root):  # an object of the suite's own class\n"
+        "            classes(type(value), depth)",
+        "        elif _own(type(value).__module__, root):  # an object of the suite's own class\n"
+        "            pass",
+        "tests/runner/worker/test_references.py",
     ),
     # Issue 47 item 3: prepare time, peak memory and numeric error judged run against run.
     (

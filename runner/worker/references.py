@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from runner.worker.arrays import to_host
+from runner.worker.checksums import kind
 
 ENABLE_ENV = "KERNELWATCH_REFERENCE_CACHE"
 BYTES_ENV = "KERNELWATCH_REFERENCE_CACHE_BYTES"
@@ -64,13 +65,19 @@ def _own(module_name: str, root: Path) -> bool:
         return False
 
 
-PLAIN = (bool, int, float, complex, str, bytes, type(None), tuple, frozenset)
+PLAIN = (bool, int, float, complex, str, bytes, type(None))
+MAX_ITEMS = 256  # items of a list, tuple or dict the reference reads, followed one by one
 
 
-def code_digest(method: Any, cls: type, root: Path) -> str:
-    """The digest of `method` and of what it reaches by name (module docstring), or NoKey."""
+def code_digest(method: Any, instance: Any, root: Path) -> str:
+    """The digest of `method` and of what it reaches by name (module docstring): the names it
+    reads of the instance's class, of the instance itself (`self.model`: an object of the
+    suite's own classes is read as their code; a compiled module as the module it compiled)
+    and of its module; or NoKey."""
     digest = hashlib.sha256()
     seen: set[int] = set()
+    cls = type(instance)
+    held = vars(instance) if hasattr(instance, "__dict__") else {}
 
     def walk(fn: Any, depth: int) -> None:
         fn = getattr(fn, "__func__", fn)
@@ -83,36 +90,69 @@ def code_digest(method: Any, cls: type, root: Path) -> str:
         for part in _code_parts(code, getattr(fn, "__doc__", None)):
             digest.update(part)
         names = _names(code)
-        scopes = [vars(cls), getattr(fn, "__globals__", {})]
+        scopes = [vars(cls), held, getattr(fn, "__globals__", {})]
         for name in names:
             for scope in scopes:
                 if name in scope:
-                    follow(name, scope[name], depth, names)
+                    follow(name, scope[name], depth, names, scope is held)
                     break
 
-    def follow(name: str, value: Any, depth: int, names: list[str]) -> None:
+    def classes(kind: type, depth: int) -> None:
+        """The code of a class of the suite's own and of its own bases."""
+        for klass in kind.__mro__:
+            if _own(klass.__module__, root):
+                digest.update(f"class {klass.__qualname__}".encode())
+                for item in vars(klass).values():
+                    walk(item, depth + 1)
+
+    def follow(name: str, value: Any, depth: int, names: list[str], own: bool = False) -> None:
+        """`own`: the value is (inside) one of the instance's attributes, whose arrays are in
+        the key by their checksums (runner.worker.launch_record.held)."""
+        if depth > MAX_DEPTH:
+            raise NoKey("the reference reaches too deep")
         if isinstance(value, PLAIN):
             digest.update(f"{name}={value!r}".encode())
+        elif kind(value) is not None:  # an array: the instance's by checksum, a constant whole
+            if not own and not isinstance(value, np.ndarray):
+                raise NoKey(f"the reference reads {name!r}, an array the instance does not hold")
+            digest.update(f"{name}:array".encode() if own else value.tobytes())
+        elif isinstance(value, list | tuple | dict | set | frozenset):
+            items = sorted(value.items(), key=lambda kv: repr(kv[0])) if isinstance(value, dict) \
+                else list(enumerate(sorted(value, key=repr) if isinstance(value, set | frozenset)
+                                    else value))  # fmt: skip
+            if len(items) > MAX_ITEMS:
+                raise NoKey(f"the reference reads {name!r}, of more than {MAX_ITEMS} items")
+            digest.update(f"{name}:{type(value).__name__}[{len(items)}]".encode())
+            for key, item in items:
+                follow(f"{name}[{key!r}]", item, depth + 1, names, own)
         elif isinstance(value, types.ModuleType):
             digest.update(f"{name}:{value.__name__}".encode())
             if _own(value.__name__, root):  # what of it the code reads, by attribute name
                 for attr in names:
                     if attr in vars(value):
                         follow(attr, vars(value)[attr], depth + 1, names)
-        elif isinstance(value, type) and _own(value.__module__, root):
-            for item in vars(value).values():
-                walk(item, depth + 1)
-        elif callable(value) and _own(getattr(value, "__module__", None) or "", root):
-            walk(value, depth + 1)
-        elif isinstance(value, np.ndarray):
-            digest.update(value.tobytes())
-        elif callable(value) and hasattr(value, "__qualname__"):  # a library's: its version
+        elif isinstance(value, type):
+            if _own(value.__module__, root):
+                classes(value, depth)
+            else:
+                digest.update(f"{name}:{value.__module__}.{value.__qualname__}".encode())
+        elif isinstance(value, types.FunctionType | types.MethodType):
+            if _own(value.__module__ or "", root):
+                walk(value, depth + 1)
+            else:  # a library's: its version is in the key
+                digest.update(f"{name}:{value.__module__}.{value.__qualname__}".encode())
+        elif _own(type(value).__module__, root):  # an object of the suite's own class
+            classes(type(value), depth)
+        elif getattr(value, "_orig_mod", None) is not None:  # torch.compile's wrapper
+            digest.update(f"{name}:compiled".encode())
+            follow(name, value._orig_mod, depth + 1, names, own)
+        elif callable(value) and hasattr(value, "__qualname__"):  # a library's function
             digest.update(f"{name}:{value.__module__}.{value.__qualname__}".encode())
-        else:  # a library's function or object: by what it says it is, if that is stable
+        else:  # a library's object: by what it says it is, if that is stable
             said = repr(value)
             if " at 0x" in said:
                 raise NoKey(f"the reference reads {name!r}, a {type(value).__name__}")
-            digest.update(f"{name}:{getattr(value, '__module__', '')}:{said}".encode())
+            digest.update(f"{name}:{type(value).__module__}:{said}".encode())
 
     walk(method, 0)
     return digest.hexdigest()
@@ -147,7 +187,7 @@ def reference_key(w: Any, instance: Any, root: Path) -> str:
     if any(p is None for p in prints.values()):
         raise NoKey("an array it holds has no checksum")
     key = {"workload": w.id, "precision": w.precision, "versions": versions(),
-           "code": code_digest(method, type(instance), root), "arrays": prints,
+           "code": code_digest(method, instance, root), "arrays": prints,
            "values": plain}  # fmt: skip
     return hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
 

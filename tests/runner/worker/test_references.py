@@ -23,6 +23,15 @@ SCALE = 2.0
 
 def doubled(x):
     return x * SCALE
+
+
+class Model:
+    # Held by the instance and called by its reference as self.model, as a torch module is.
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        return x * 0.0
 """
 
 WORKLOADS = '''
@@ -37,6 +46,7 @@ class Instance:
     def __init__(self, seed, n):
         self.x = np.random.default_rng(seed).standard_normal(n)
         self.out = np.zeros(n)
+        self.model = helpers.Model([np.ones(2), np.ones(2)])
 
     def poison(self):
         self.out[:] = np.nan
@@ -50,7 +60,7 @@ class Instance:
     def reference(self):
         """{doc}"""
         CALLS.append(1)
-        return {{"out": helpers.doubled(self.x) + {offset}}}
+        return {{"out": helpers.doubled(self.x) + {offset} + self.model(self.x)}}
 
     def close(self):
         pass
@@ -133,6 +143,7 @@ def test_a_reference_is_computed_once_and_kept_while_nothing_it_depends_on_chang
         {"helpers": HELPERS.replace("SCALE = 2.0", "SCALE = 2.5")},  # a constant it reads
         {"helpers": HELPERS.replace("x * SCALE", "x * SCALE + 0.0 * x.sum()")},  # a function
         {"seed": 1},  # its inputs
+        {"helpers": HELPERS.replace("return x * 0.0", "return x * 0.0 + 0.0")},  # self.model's
         {"n": 65},
     ],
 )
