@@ -14,7 +14,7 @@ from service.integrations.github import api
 from tests.conftest import ADMIN_TOKEN
 from tests.live_server import LiveServer
 from tests.service.api.test_webhook import _server
-from tests.service.integrations.test_github_status import FakeGitHub, with_github
+from tests.service.integrations.github.test_statuses import FakeGitHub, with_github
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from tests.history import LONG, Line
 from tests.live_server import LiveServer
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import metrics_at, settle
-from tests.service.integrations.test_github_status import FakeGitHub
+from tests.service.integrations.github.test_statuses import FakeGitHub
 
 BASE = {"moved": 97.0, "steady": 571.0, "other": 250.0}
 KERNELS = dict.fromkeys(BASE, LONG)

@@ -25,7 +25,7 @@ from tests.service.histories.test_doubt_confirmed import (
     waiting_confirmation,
 )
 from tests.service.histories.test_step_and_fix import metrics_at, settle
-from tests.service.integrations.test_github_status import FakeGitHub
+from tests.service.integrations.github.test_statuses import FakeGitHub
 
 SLOWER = {**BASE, "moved": BASE["moved"] * 1.5}
 

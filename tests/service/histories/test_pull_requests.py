@@ -197,7 +197,7 @@ def test_the_prs_status_and_one_comment_updated_in_place(
     """Against a local server standing in for GitHub: the head gets a commit status, the PR one
     comment with the regressed series, and the next push's run rewrites that same comment."""
     from service.integrations.github import api
-    from tests.service.integrations.test_github_status import FakeGitHub, with_github
+    from tests.service.integrations.github.test_statuses import FakeGitHub, with_github
 
     monkeypatch.setattr(api, "RETRY_DELAYS", (0.05,))  # the status's and the comment's
     with FakeGitHub() as fake:
