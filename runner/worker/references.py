@@ -219,11 +219,11 @@ class References:
     def get(self, key: str) -> dict[str, np.ndarray] | None:
         path = self._path(key)
         try:
-            with np.load(path, allow_pickle=False) as kept:
+            with path.open("rb") as stored, np.load(stored, allow_pickle=False) as kept:
                 found = {name: kept[name] for name in kept.files}
             path.touch()  # recently used
             return found
-        except (OSError, ValueError):
+        except Exception:  # missing, truncated, not an .npz: computed again, never a failure
             return None
 
     def put(self, key: str, reference: dict[str, Any]) -> None:

@@ -169,6 +169,9 @@ def test_an_unreadable_entry_is_computed_again_and_the_cache_stays_in_its_bound(
     (entry,) = commits.kept.folder.glob("*.npz")
     entry.write_bytes(b"not an npz")
     assert commits.check()[1] == 1
+    (entry,) = commits.kept.folder.glob("*.npz")
+    entry.write_bytes(entry.read_bytes()[:40])  # a zip cut short
+    assert commits.check()[1] == 1
     commits.kept.limit = 0  # each new entry evicts the older ones, itself last
     commits.check(seed=3)
     assert list(commits.kept.folder.glob("*.npz")) == []
@@ -184,3 +187,19 @@ def test_a_reference_that_reads_what_cannot_be_digested_is_not_kept(commits: Com
         assert (result["passed"], calls) == (True, 1)
         assert result["reference"] == "computed (not kept: the reference reads 'THING', a object)"
     assert not commits.kept.folder.exists()
+
+
+def test_a_reference_whose_key_cannot_be_read_is_computed_not_a_failure(
+    commits: Commits, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library's object the reference reads whose description raises: the check passes, its
+    reference computed, and the log says why it was not kept."""
+    loud = "class Loud:\n    def __repr__(self):\n        raise RuntimeError('no')\n"
+    (commits.root / "kw_outside_lib.py").write_text(f"{loud}\n\nTHING = Loud()\n")
+    monkeypatch.syspath_prepend(str(commits.root))
+    monkeypatch.delitem(sys.modules, "kw_outside_lib", raising=False)
+    broken = HELPERS.replace("return x * SCALE", "return x * SCALE if THING is not None else x")
+    broken = broken.replace("SCALE = 2.0", "from kw_outside_lib import THING\n\nSCALE = 2.0")
+    result, calls = commits.check(helpers=broken)
+    assert (result["passed"], calls) == (True, 1)
+    assert result["reference"] == "computed (not kept: RuntimeError reading it)"
