@@ -7,6 +7,7 @@ SM count x FP32 lanes x 2 x max SM clock and memory bandwidth stays unknown.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,8 @@ def _peak(name: str, bw: float | None, **flops: float) -> DevicePeak:
     return DevicePeak(name, {k: v * T for k, v in flops.items()}, bw, "datasheet")
 
 
-# Matched in order: every substring must occur in the GPU's name (case-insensitive).
+# Matched in order: every needle must be a word of the GPU's name (case-insensitive; words are
+# runs of letters and digits), so "L40" is not an "L4", nor "RTX A1000" an "A100".
 _KNOWN: tuple[tuple[tuple[str, ...], DevicePeak], ...] = (
     (("h100", "pcie"), _peak("H100 PCIe", 2.0e12, fp64=25.6, fp32=51.2, tf32=378, fp16=756)),
     (("h100", "nvl"), _peak("H100 NVL", 3.9e12, fp64=30, fp32=60, tf32=418, fp16=835)),
@@ -34,6 +36,7 @@ _KNOWN: tuple[tuple[tuple[str, ...], DevicePeak], ...] = (
     (("a100", "80gb"), _peak("A100 80GB", 2.039e12, fp64=9.7, fp32=19.5, tf32=156, fp16=312)),
     (("a100",), _peak("A100 40GB", 1.555e12, fp64=9.7, fp32=19.5, tf32=156, fp16=312)),
     (("l40s",), _peak("L40S", 0.864e12, fp32=91.6, tf32=183, fp16=362)),
+    (("l40",), _peak("L40", 0.864e12, fp32=90.5, tf32=90.5, fp16=181)),
     (("l4",), _peak("L4", 0.3e12, fp32=30.3, tf32=60, fp16=121)),
     (("a10",), _peak("A10", 0.6e12, fp32=31.2, tf32=62.5, fp16=125)),
     (("4090",), _peak("RTX 4090", 1.008e12, fp32=82.6, fp16=165)),
@@ -44,9 +47,9 @@ _PRECISION = {"bf16": "fp16", "half": "fp16", "float16": "fp16", "float32": "fp3
 def device_peak(gpu: dict[str, Any], clocks: dict[str, Any] | None = None) -> DevicePeak | None:
     """The peaks of the GPU an environment describes, or None when nothing is known."""
     name = str(gpu.get("name") or "")
-    lowered = name.lower()
+    words = set(re.findall(r"[a-z0-9]+", name.lower()))
     for needles, peak in _KNOWN:
-        if all(n in lowered for n in needles):
+        if all(n in words for n in needles):
             return peak
     sm_count, mhz = gpu.get("sm_count"), (clocks or {}).get("sm_max")
     major = str(gpu.get("compute_capability") or "0").split(".")[0]
