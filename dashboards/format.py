@@ -56,7 +56,7 @@ def fmt_fraction(value: float | None) -> str:
 
 def fmt_share(value: float | None) -> str:
     """A share of a slowdown: "≈ 80%"; an estimate above all of it reads "≈ 100%"."""
-    if value is None:
+    if value is None or math.isnan(value):
         return "–"
     return f"≈ {min(value, 1.0):.0%}"
 

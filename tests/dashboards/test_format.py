@@ -41,7 +41,7 @@ def test_missing_or_non_finite_numbers_read_as_a_dash(value: float | None) -> No
 def test_a_missing_value_time_or_share_reads_as_a_bare_dash() -> None:
     # no unit after the dash: "– us" would suggest a measurement
     assert fmt_value(None, "us") == DASH
-    assert fmt_share(None) == DASH
+    assert fmt_share(None) == DASH and fmt_share(math.nan) == DASH
     assert fmt_time(None) == DASH
 
 
