@@ -154,9 +154,12 @@ class Settings(BaseSettings):
                 f"{shown}: kernelwatch keeps its data in SQLite (sqlite:///path/kernelwatch.db) "
                 "or PostgreSQL (postgresql://user:password@host:5432/database)"
             )
-        # Users write postgresql://...; SQLAlchemy would pick psycopg2, which we do not ship.
-        if url and url.startswith(("postgresql://", "postgres://")):
+        # Users write postgresql://... (or POSTGRES://, or name a driver: postgresql+psycopg2://);
+        # SQLAlchemy would pick psycopg2, which we do not ship: every PostgreSQL URL takes psycopg.
+        if url and scheme in ("postgresql", "postgres"):
             return "postgresql+psycopg://" + url.split("://", 1)[1]
+        if url and scheme == "sqlite":
+            return "sqlite" + url[len(url.split("://", 1)[0].split("+", 1)[0]) :]
         return url
 
     @property
