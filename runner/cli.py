@@ -136,9 +136,11 @@ def server_url(text: str) -> str:
     cannot was retried for ever)."""
     parsed = urllib.parse.urlsplit(text.strip())
     try:
-        parsed.port  # noqa: B018 (it raises on a port out of range)
+        port = parsed.port  # it raises on a port out of range
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: the port must be 1 to 65535") from None
+        port = 0
+    if port == 0:  # no service listens on port 0: the agent would retry for ever
+        raise argparse.ArgumentTypeError(f"{text!r}: the port must be 1 to 65535")
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise argparse.ArgumentTypeError(
             f"{text!r} is no service URL: give http(s)://HOST[:PORT], e.g. https://kw.example.com"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 from collections.abc import Iterable
 
@@ -20,6 +21,12 @@ def find_nvcc() -> str | None:
     return next((c for c in candidates if c and os.path.isfile(c) and os.access(c, os.X_OK)), None)
 
 
+def _version_key(path: str) -> list[tuple[int, int | str]]:
+    """`path` split into runs of digits (as numbers) and of the rest, for a natural order."""
+    return [(0, int(part)) if part.isdigit() else (1, part)
+            for part in re.findall(r"\d+|\D+", path)]  # fmt: skip
+
+
 def find_tool(name: str, env_var: str, candidates: Iterable[str]) -> str | None:
     """$env_var, `name` on the PATH, or the newest match of a usual install location."""
     if explicit := os.environ.get(env_var):
@@ -27,7 +34,8 @@ def find_tool(name: str, env_var: str, candidates: Iterable[str]) -> str | None:
     if found := shutil.which(name):
         return found
     for pattern in candidates:
-        for path in sorted(glob.glob(pattern), reverse=True):
+        # the newest version first, numbers compared as numbers: 2025.10 after 2025.9
+        for path in sorted(glob.glob(pattern), key=_version_key, reverse=True):
             if os.access(path, os.X_OK):
                 return path
     return None

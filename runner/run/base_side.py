@@ -105,4 +105,5 @@ def side_document(
         job_id=job_id,
         lease_token=lease_token,
         log_tail=log_tail,
+        work_changes=side.suite.work_changes,  # the suite's, as its own runs say it
     )

@@ -26,7 +26,7 @@ from runner.agent import loop
 from runner.agent.exits import EXIT_CONFIG, EXIT_OK
 from runner.host import checks as host
 from tests.live_server import LiveServer
-from tests.runner.agent.test_agent import RUNNER, job_row, result_for, runner_row, runs_stored
+from tests.runner.agent.test_loop import RUNNER, job_row, result_for, runner_row, runs_stored
 from tests.runner.host.test_checks import H100
 from tests.service.store.jobs.test_queue import make_jobs, make_runner
 

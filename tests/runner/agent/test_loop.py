@@ -1,4 +1,5 @@
-"""The runner agent against the real service (uvicorn over SQLite and PostgreSQL).
+"""runner.agent.loop: the runner agent against the real service (uvicorn over SQLite and
+PostgreSQL), and its signal handling.
 
 `run_job` stands in for the pipeline: it returns a valid result document for the claimed commit.
 """
@@ -27,7 +28,7 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from runner.agent.client import ServiceClient, ServiceRefused, ServiceUnavailable
-from runner.agent.loop import EXIT_HOST, Agent
+from runner.agent.loop import EXIT_HOST, Agent, stop_on_signals
 from runner.agent.spool import Backoff, Spool
 from runner.host.checks import HostError
 from runner.run.pipeline import JobInterrupted
@@ -520,3 +521,31 @@ def test_the_agent_process_stops_on_sigterm_and_releases_its_job(
     assert token not in output
     job = job_row(engine, job_id)
     assert (job.state, job.attempt) == ("queued", 0)
+
+
+def test_sigterm_and_sigint_stop_the_agent_only_while_it_runs(spool: Spool) -> None:
+    """The handlers it installed go once it is done: the process's own are back."""
+    with ServiceClient("http://127.0.0.1:9", "kwr_unused") as client:
+        agent = Agent(client, result_for, spool=spool, labels={}, environment={}, host="h")
+        before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        with stop_on_signals(agent):
+            os.kill(os.getpid(), signal.SIGINT)
+            wait_for(lambda: agent.stopping, what="the stop")
+        assert {sig: signal.getsignal(sig) for sig in before} == before
+
+
+def test_off_the_main_thread_no_signal_handler_is_touched(spool: Spool) -> None:
+    """Python lets only the main thread set one; an agent run in a thread is stopped by hand."""
+    before = signal.getsignal(signal.SIGTERM)
+    seen: list[object] = []
+
+    def in_a_thread() -> None:
+        with ServiceClient("http://127.0.0.1:9", "kwr_unused") as client:
+            agent = Agent(client, result_for, spool=spool, labels={}, environment={}, host="h")
+            with stop_on_signals(agent):
+                seen.append(signal.getsignal(signal.SIGTERM))
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join(10)
+    assert seen == [before]
