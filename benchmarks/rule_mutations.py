@@ -334,8 +334,8 @@ MUTATIONS = [
         "service/api/routes/webhooks.py",
         'if algorithm != "sha256" or not _HEX_DIGEST.fullmatch(signature):',
         "if not _HEX_DIGEST.fullmatch(signature):",
-        "tests/service/api/test_webhook.py::test_the_right_digest_under_another_algorithms_name_"
-        "is_401",
+        "tests/service/api/routes/test_webhooks.py::test_the_right_digest_under_another_"
+        "algorithms_name_is_401",
     ),
     (
         "only application/json and application/*+json are taken as JSON",

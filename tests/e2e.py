@@ -101,7 +101,7 @@ def agent_process(
 
 def push(url: str, repo: Path, repository: str, after: str, commits: list[str]) -> list[int]:
     """A signed GitHub push of `commits` (oldest first) to main; the job ids it queued."""
-    from tests.service.api.test_webhook import push_payload
+    from tests.service.api.routes.test_webhooks import push_payload
 
     payload = push_payload(after=after, repo=repository, commits=commits)
     payload["repository"]["clone_url"] = str(repo)

@@ -25,7 +25,7 @@ from service.models import Result, Run
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import SECRET, Hook, push_payload
+from tests.service.api.routes.test_webhooks import SECRET, Hook, push_payload
 from tests.service.store.jobs.test_queue import make_jobs, make_runner
 
 READ_TOKEN = "test-read-token"

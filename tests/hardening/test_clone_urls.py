@@ -22,7 +22,7 @@ from tests.documents import document, sha_for
 from tests.hardening.test_webhook_abuse import rows
 from tests.live_server import LiveServer
 from tests.runner.gitrepo import commit_all, git
-from tests.service.api.test_webhook import SECRET, Hook, push_payload
+from tests.service.api.routes.test_webhooks import SECRET, Hook, push_payload
 from tests.service.histories.test_pull_requests import pr_event
 
 REFUSED = ["ext::sh -c touch% /tmp/pwned", "file:///etc", "/srv/repo.git", "./repo",

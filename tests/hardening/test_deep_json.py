@@ -12,7 +12,7 @@ from service.models import Run, WebhookDelivery
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import Hook, _server
+from tests.service.api.routes.test_webhooks import Hook, _server
 from tests.service.store.jobs.test_queue import make_runner
 
 

@@ -46,7 +46,7 @@ from service.models import Base, BuildResource, Result, Run, RunWorkload
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, post_history, sha_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import push_payload
+from tests.service.api.routes.test_webhooks import push_payload
 from tests.service.store.jobs.test_queue import make_jobs, make_runner
 
 SECRET = "fuzz-webhook-secret"

@@ -24,7 +24,7 @@ from tests.conftest import ADMIN_TOKEN, _truncate_all
 from tests.documents import sha_for
 from tests.e2e import free_port, wait_for
 from tests.history import Line
-from tests.service.api.test_webhook import SECRET, Hook, push_payload
+from tests.service.api.routes.test_webhooks import SECRET, Hook, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import (
     KERNELS,

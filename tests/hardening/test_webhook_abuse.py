@@ -1,4 +1,5 @@
-"""Hostile deliveries to POST /webhooks/github, beside tests/service/api/test_webhook.py.
+"""Hostile deliveries to POST /webhooks/github, beside
+tests/service/api/routes/test_webhooks.py.
 
 That file covers missing and wrong signatures, another secret, no secret configured, a plain
 redelivery, deletions and tags, unknown events, a 25 MB body with its Content-Length and a
@@ -25,7 +26,7 @@ from service.core.settings import Settings
 from service.models import Job, Repository, WebhookDelivery
 from tests.documents import sha_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import (
+from tests.service.api.routes.test_webhooks import (
     SECRET,
     Hook,
     _server,

@@ -13,7 +13,7 @@ from service.core.settings import Settings
 from service.integrations.github import api
 from tests.conftest import ADMIN_TOKEN
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import _server
+from tests.service.api.routes.test_webhooks import _server
 from tests.service.integrations.github.test_statuses import FakeGitHub, with_github
 
 

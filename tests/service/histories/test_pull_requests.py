@@ -18,7 +18,7 @@ from service.core.settings import Settings
 from service.models import Alert, Job, PullRequest
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
-from tests.service.api.test_webhook import Hook, _server
+from tests.service.api.routes.test_webhooks import Hook, _server
 
 REPO = "acme/kernels"
 

@@ -14,7 +14,7 @@ from service.core.settings import Settings
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import Hook, _server, push_payload
+from tests.service.api.routes.test_webhooks import Hook, _server, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import (  # noqa: F401
     admin,

@@ -27,7 +27,7 @@ from service.models import Run, Runner
 from tests.conftest import ADMIN_TOKEN
 from tests.history import LONG, MID, Line
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import SECRET, Hook, _server, push_payload
+from tests.service.api.routes.test_webhooks import SECRET, Hook, _server, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 
 STEPPED, STEADY, MID_STEADY = "stepped", "steady", "steady_mid"

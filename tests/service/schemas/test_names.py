@@ -15,7 +15,7 @@ from service.schemas.names import GitBranch, RepositoryName, branch_refusal
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import Hook, _server, push_payload
+from tests.service.api.routes.test_webhooks import Hook, _server, push_payload
 
 REPOSITORY = TypeAdapter(RepositoryName)
 BRANCH = TypeAdapter(GitBranch)

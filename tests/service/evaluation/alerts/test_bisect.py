@@ -17,7 +17,7 @@ from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
 from tests.e2e import wait_for
 from tests.live_server import LiveServer
-from tests.service.api.test_webhook import Hook, _server, push_payload
+from tests.service.api.routes.test_webhooks import Hook, _server, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 
 PUSH = ["p1", "p2", "p3", "p4", "p5", "head"]

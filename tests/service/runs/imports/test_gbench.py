@@ -12,7 +12,7 @@ import pytest
 from service.runs.imports import ImportFileError
 from service.runs.imports.gbench import parse, split_name
 
-FIXTURES = Path(__file__).parent / "fixtures" / "gbench"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gbench"
 
 
 def real(name: str) -> bytes:
@@ -120,13 +120,3 @@ def test_two_benchmarks_that_read_as_one_workload_are_refused() -> None:
 
     with pytest.raises(ImportFileError, match="both read as workload BM_a_x_"):
         parse(broken(twin))
-
-
-def test_more_samples_than_a_document_holds_are_thinned_evenly() -> None:
-    from service.runs.imports.document import thinned
-
-    kept = thinned([float(i) for i in range(250_000)], limit=100_000)
-    assert len(kept) == 100_000 and kept[0] == 0.0 and kept[-1] == 249_997.0
-    assert kept[1] - kept[0] in (2.0, 3.0)
-    short = [1.0, 2.0]
-    assert thinned(short) is short

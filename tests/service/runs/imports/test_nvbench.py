@@ -15,7 +15,7 @@ import pytest
 from service.runs.imports import ImportedFile, ImportFileError, fingerprint
 from service.runs.imports.nvbench import GPU_MEAN, SAMPLE_FILE, parse
 
-FIXTURES = Path(__file__).parent / "fixtures" / "nvbench"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "nvbench"
 SAMPLE_NAME = "copy.json-bin/0.bin"  # as the JSON writes it: relative to the JSON's folder
 ROOT: dict[str, Any] = json.loads((FIXTURES / "copy.json").read_text())
 SAMPLES = (FIXTURES / SAMPLE_NAME).read_bytes()
