@@ -51,6 +51,11 @@ def refusal(url: str | None, settings: Settings) -> str | None:
     )
 
 
+def _any_case(scheme: str) -> str:
+    """'git+ssh' as '[gG][iI][tT]\\+[sS][sS][hH]'."""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in scheme)
+
+
 def pattern(settings: Settings) -> str | None:
     """A regular expression of the clone URLs `refusal` lets pass (or none left empty), for the
     OpenAPI description; None where local paths are allowed (then nearly any text is a path)."""
@@ -58,7 +63,8 @@ def pattern(settings: Settings) -> str | None:
         return None
     allowed = sorted({s.strip().lower() for s in settings.clone_url_schemes} - {"file"})
     options = ["^$"]
-    if schemes := [re.escape(s) for s in allowed if s != LOCAL]:
+    # A scheme in any case, as `refusal` reads it (JSON Schema's patterns have no flags).
+    if schemes := [_any_case(s) for s in allowed if s != LOCAL]:
         options.append(f"^(?:{'|'.join(schemes)})://")
     if "ssh" in allowed:
         options.append(_SCP_LIKE.pattern)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from service.core import clone_urls
@@ -17,3 +19,16 @@ def test_any_git_transport_is_refused_even_where_local_paths_are_allowed(
     assert f"uses {transport!r}" in (clone_urls.refusal(url, local) or "")
     assert clone_urls.transport(url) == transport
     assert clone_urls.refusal("/srv/repo.git", local) is None  # paths themselves do pass here
+
+
+def test_the_described_pattern_takes_what_is_accepted_in_any_case() -> None:
+    """The OpenAPI description's pattern and the refusal agree on a scheme written in capitals
+    (the refusal reads schemes in any case; a JSON Schema pattern has no flag for it)."""
+    settings = Settings()
+    described = clone_urls.pattern(settings)
+    assert described is not None
+    for url in ("HTTPS://example.com/r.git", "https://example.com/r.git", "Ssh://git@h/r.git"):
+        assert clone_urls.refusal(url, settings) is None and re.search(described, url), url
+    for url in ("FTP://example.com/r", "git+ssh://h/r"):
+        assert clone_urls.refusal(url, settings) is not None, url
+        assert not re.search(described, url), url
