@@ -74,8 +74,8 @@ def _clone_urls(model: dict[str, Any], settings: Settings) -> None:
 
 
 def _storable(schema: Any) -> None:
-    """Every string of `schema` (walked through properties, items, anyOf) that has no pattern
-    of its own gets STORABLE's."""
+    """Every string of `schema` (walked through properties, pattern properties (labels' values),
+    items, anyOf) that has no pattern of its own gets STORABLE's."""
     if not isinstance(schema, dict):
         return
     free = "pattern" not in schema and "enum" not in schema and "format" not in schema
@@ -85,7 +85,7 @@ def _storable(schema: Any) -> None:
         schema.setdefault("propertyNames", {}).setdefault("pattern", f"^{STORABLE}$")  # keys too
         if "patternProperties" in schema:  # (labels): a key of no pattern is refused
             schema.setdefault("additionalProperties", False)
-    for key in ("properties", "$defs"):
+    for key in ("properties", "patternProperties", "$defs"):
         for child in (schema.get(key) or {}).values():
             _storable(child)
     for key in ("items", "additionalProperties"):

@@ -140,3 +140,12 @@ def test_the_description_is_built_once(app: FastAPI) -> None:
     first = openapi.describe(app)
     assert openapi.describe(app) is first
     assert app.openapi() is first
+
+
+def test_a_labels_values_refuse_a_nul_as_the_service_does(app: FastAPI) -> None:
+    """Labels are a dict of pattern properties: their values are strings too (a NUL in one is
+    refused with a 422 by the service, so the description says so)."""
+    schemas = openapi.describe(app)["components"]["schemas"]
+    labels = schemas["RunnerRegister"]["properties"]["labels"]
+    (value,) = labels["patternProperties"].values()
+    assert value["pattern"] == f"^{openapi.STORABLE}$"
