@@ -756,6 +756,13 @@ MUTATIONS = [
         "tests/service/evaluation/verdicts/test_measure_verdicts.py",
     ),
     (
+        "a late ancestor's measure regression opens its own alert, not hidden by a descendant's",
+        "service/evaluation/alerts/measure_alerts.py",
+        "            if active.commit_id not in line:",
+        "            if False:",
+        "tests/service/evaluation/alerts/test_measure_alerts.py",
+    ),
+    (
         "one real step of a measure does not widen its tolerance for the runs after it",
         "service/analysis/measures.py",
         "    return sorted(steps)[-2] if len(steps) >= 3 else 0.0",

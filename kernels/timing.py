@@ -65,6 +65,9 @@ def time_launch(
 
 
 def summary(samples_ms: list[float]) -> dict:
+    """Median, quartiles, minimum and mean of the samples (one sample is its own quartiles)."""
+    if not samples_ms:
+        raise ValueError("no samples to summarize: time the launch at least once")
     q = statistics.quantiles(samples_ms, n=4) if len(samples_ms) > 1 else samples_ms * 3
     return {
         "median_ms": statistics.median(samples_ms),

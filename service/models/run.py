@@ -58,7 +58,7 @@ class Run(Base):
     build_log_tail: Mapped[str] = mapped_column(Text, default="")
     log_tail: Mapped[str] = mapped_column(Text, default="")
     # "notice" or "fail": whether a work-counter change alone fails the commit's status.
-    work_changes: Mapped[str] = mapped_column(String(10), default="notice")
+    work_changes: Mapped[str] = mapped_column(String(10), default="notice", server_default="notice")
     started_at: Mapped[datetime]
     finished_at: Mapped[datetime]
     received_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -41,7 +41,7 @@ class Verdict(Base):
     )
     segment_kind: Mapped[str | None] = mapped_column(String(20))
     segment_results: Mapped[int | None]
-    segment_note: Mapped[str] = mapped_column(Text, default="")
+    segment_note: Mapped[str] = mapped_column(Text, default="", server_default="")
     note: Mapped[str] = mapped_column(Text, default="")
     # A young level's change that the next run did not confirm: this run sat off its level by
     # the series' run-to-run wander, and the level's baseline leaves it out

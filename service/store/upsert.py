@@ -40,7 +40,7 @@ def find_or_insert(
     get_or_create without ORM objects, for the ingest's hot path.
 
     `insert_first` tries the INSERT ... RETURNING first: one round trip when the row is usually
-    new (two when it was not), where looking first costs three for a new row."""
+    new (two when it was not), where looking first costs two (the SELECT, then the INSERT)."""
     query = select(*columns).filter_by(**key)
     if not insert_first:
         found = session.execute(query).one_or_none()

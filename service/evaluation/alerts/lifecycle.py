@@ -77,7 +77,7 @@ def announce(session: Session, alert: Alert) -> None:
 def fixed_in_line(session: Session, alert: Alert, run: Run, why: str) -> None:
     """`run` brought the alert's series back: fixed, naming the commit and the run, where the
     run's commit descends from the alert's (an earlier commit arriving late fixes nothing)."""
-    if alert.commit_id not in _line(session, run):
+    if alert.commit_id not in line_of(session, run):
         return
     sha = commit_sha(session, run.commit_id)[:12]
     alert.fixed_by_commit_id = run.commit_id
@@ -140,20 +140,21 @@ def update_alerts(session: Session, run: Run, verdicts: list[Verdict]) -> list[A
         alert = active.get(v.series_id)
         if doubt and alert is not None and alert.state == "suspected":
             if line is None:
-                line = _line(session, run)
+                line = line_of(session, run)
             if alert.commit_id not in line:  # a later commit's suspicion: this one came first
                 alert = None
         if doubt and (alert is None or alert.state == "fixed"):
             suspected.append(_suspect(session, run, v))
         elif alert is not None and not doubt and _back(session, alert, v):
             if line is None:
-                line = _line(session, run)
+                line = line_of(session, run)
             if alert.commit_id in line:  # a descendant of the regression, not an earlier commit
                 _fixed_by(session, alert, run, v)
     return suspected
 
 
-def _line(session: Session, run: Run) -> set[int]:
+def line_of(session: Session, run: Run) -> set[int]:
+    """The commits of the run's first-parent line, its own and its ancestors' (along its branch)."""
     head = session.get(Commit, run.commit_id)
     assert head is not None
     return set(ancestry(session, head, run.branch))

@@ -16,7 +16,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.measures import MEASURES, said
-from service.evaluation.alerts.lifecycle import announce, fixed_in_line, new_alert, transition
+from service.evaluation.alerts.lifecycle import (
+    announce,
+    fixed_in_line,
+    line_of,
+    new_alert,
+    transition,
+)
 from service.evaluation.verdicts.notes import describe_workload
 from service.models import Alert, MeasureVerdict, Run, RunWorkload
 from service.models.alert import ACTIVE_STATES
@@ -46,6 +52,7 @@ def update_measure_alerts(session: Session, run: Run) -> list[Alert]:
         ):
             alerts.setdefault(a.series_id, []).append(a)
     opened = []
+    line: set[int] | None = None
     for v, w in judged:
         known = series.get(identity[v.id])
         mine = alerts.get(known.id, []) if known is not None else []
@@ -56,6 +63,13 @@ def update_measure_alerts(session: Session, run: Run) -> list[Alert]:
                 transition(session, own, "dismissed", "kernelwatch", why)
             continue
         active = next((a for a in mine if a.state in ACTIVE_STATES), None)
+        if v.verdict == "regressed" and active is not None:
+            if line is None:
+                line = line_of(session, run)
+            # A later commit's alert (this one arrived late): this commit came first, and opens
+            # its own; the later run, judged again after it, dismisses its own.
+            if active.commit_id not in line:
+                active = None
         if v.verdict == "regressed" and active is None:
             made = known or new_measure_series(
                 session, run, w.name, w.params, v.measure, MEASURES[v.measure].unit

@@ -16,7 +16,7 @@ from service.models import (
 )
 from service.schemas import metrics as m
 
-_HEX = re.compile(r"^[0-9a-f]{4,40}$")
+_HEX = re.compile(r"\A[0-9a-f]{4,40}\Z")  # \Z: no trailing newline, as $ would let pass
 
 
 def resolve_commit(session: Session, sha: str, repository: str | None) -> tuple[Commit, str]:
