@@ -43,5 +43,48 @@ class LiveServer:
         self._sock.close()
 
     def client(self, token: str | None = None) -> httpx.Client:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+        return client_for(self.url, token)
+
+    def senders(self, token: str | None = None) -> Senders:
+        """Clients for a burst from threads, one to a thread (`Senders`)."""
+        return Senders(self.url, token)
+
+
+def client_for(url: str, token: str | None, timeout: float = 30) -> httpx.Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.Client(base_url=url, headers=headers, timeout=timeout)
+
+
+class Senders:
+    """A client for each thread that sends through it, as a burst of runners and webhooks are many
+    senders: one client's connection pool shared by eight threads failed a request with EBADF
+    (a socket another thread had closed) in CI on PostgreSQL (2026-12-07)."""
+
+    def __init__(self, url: str, token: str | None, timeout: float = 30) -> None:
+        self.url, self.token, self.timeout = url, token, timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._made: list[httpx.Client] = []
+
+    def client(self) -> httpx.Client:
+        made = getattr(self._local, "client", None)
+        if made is None:
+            made = self._local.client = client_for(self.url, self.token, self.timeout)
+            with self._lock:
+                self._made.append(made)
+        return made
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.client().post(path, **kwargs)
+
+    def close(self) -> None:
+        with self._lock:
+            made, self._made = self._made, []
+        for client in made:
+            client.close()
+
+    def __enter__(self) -> Senders:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -24,6 +24,7 @@ from tests.conftest import ADMIN_TOKEN, _truncate_all
 from tests.documents import sha_for
 from tests.e2e import free_port, wait_for
 from tests.history import Line
+from tests.live_server import Senders, client_for
 from tests.service.api.routes.test_webhooks import SECRET, Hook, push_payload
 from tests.service.evaluation.alerts.test_lifecycle import runner_token
 from tests.service.histories.test_step_and_fix import (
@@ -74,21 +75,24 @@ def replicas(postgres_database: str, pg_engine: Engine, tmp_path: Path) -> Itera
 
 
 class RoundRobin:
-    """One client per replica, taken in turn (a balancer as simple as it gets)."""
+    """The replicas taken in turn (a balancer as simple as it gets); each sending thread has a
+    client of its own per replica (tests.live_server.Senders)."""
 
     def __init__(self, urls: list[str], token: str) -> None:
-        headers = {"Authorization": f"Bearer {token}"}
-        self.clients = [httpx.Client(base_url=u, headers=headers, timeout=60) for u in urls]
+        self.senders = [Senders(u, token, timeout=60) for u in urls]
+        self.clients = [client_for(u, token, timeout=60) for u in urls]  # for one thread
         self._turn = itertools.cycle(range(len(urls)))
         self._lock = threading.Lock()
 
     def next(self) -> httpx.Client:
         with self._lock:
-            return self.clients[next(self._turn)]
+            return self.senders[next(self._turn)].client()
 
     def close(self) -> None:
         for client in self.clients:
             client.close()
+        for senders in self.senders:
+            senders.close()
 
 
 def count(engine: Engine, model: type, *where: object) -> int:
@@ -136,7 +140,7 @@ def test_two_replicas_store_alert_and_queue_once_and_decide_as_one(
             alerts = one.get("/api/v1/alerts", params={"repository": line.repository}).json()
             assert [(a["state"], a["commit"]) for a in alerts] == [("fixed", line.sha(step))]
         # pushes: each delivered to both replicas at once, under one delivery id
-        hooks = [Hook(client) for client in admin.clients]
+        hooks = [Hook(senders) for senders in admin.senders]  # a client to each thread
 
         def deliver(k: int) -> list[int]:
             payload = push_payload(after=sha_for(f"pushed-{k}"), repo="acme/pushed")

@@ -229,9 +229,9 @@ def test_a_burst_of_120_in_any_order_decides_as_one_by_one(
     random.Random(7).shuffle(shuffled)
 
     def post(i: int) -> int:
-        return admin.post("/api/v1/runs", json=burst.document(i, at[i])).status_code
+        return senders.post("/api/v1/runs", json=burst.document(i, at[i])).status_code
 
-    with ThreadPoolExecutor(8) as pool:
+    with live.senders(ADMIN_TOKEN) as senders, ThreadPoolExecutor(8) as pool:
         assert set(pool.map(post, shuffled[:80])) == {201}
         settle(engine)  # the rest arrive later still: their descendants are decided again
         assert set(pool.map(post, shuffled[80:])) == {201}

@@ -19,6 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from tests.conftest import ADMIN_TOKEN
 from tests.history import (
     LONG,
     MID,
@@ -120,8 +121,9 @@ def test_a_burst_of_them_in_any_order_decides_the_same(
     line = Line(KERNELS, repository="acme/wander-burst", seed=3)
     order = list(range(N))
     random.Random(3).shuffle(order)
-    with ThreadPoolExecutor(6) as pool:
-        posted = pool.map(lambda i: admin.post("/api/v1/runs", json=line.document(i, at(i))), order)
+    with live.senders(ADMIN_TOKEN) as senders, ThreadPoolExecutor(6) as pool:
+        posted = pool.map(lambda i: senders.post("/api/v1/runs", json=line.document(i, at(i))),
+                          order)  # fmt: skip
         assert {answer.status_code for answer in posted} == {201}
     settle(engine)
     assert_story(verdicts(admin, line, N))

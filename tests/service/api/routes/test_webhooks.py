@@ -21,7 +21,7 @@ from service.core.settings import Settings
 from service.models import Job, Repository, WebhookDelivery
 from service.web.errors import HttpError
 from tests.documents import sha_for
-from tests.live_server import LiveServer
+from tests.live_server import LiveServer, Senders
 
 SECRET = "webhook-secret"
 
@@ -121,7 +121,7 @@ def push_payload(
 
 
 class Hook:
-    def __init__(self, client: httpx.Client, secret: str = SECRET) -> None:
+    def __init__(self, client: httpx.Client | Senders, secret: str = SECRET) -> None:
         self.client, self.secret = client, secret
 
     def send(
