@@ -4,7 +4,11 @@ on a GPU: tests/runner/suite/test_example_suite_torch.py)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+import sys
+import weakref
+from types import ModuleType, SimpleNamespace
+
+import pytest
 
 from runner.worker.compiled import TritonKernels, compiled_kernels
 
@@ -59,3 +63,49 @@ def test_each_kernel_once_in_launch_order_with_what_cupti_recorded() -> None:
         {"kernel": "a", "threads": 256, "registers": 128, "shared_bytes": 512},
     ]
     assert compiled_kernels([]) == []
+
+
+class CompiledKernel:
+    """Shaped as Triton's: found among the process's objects by its type."""
+
+    def __init__(self, name: str, warps: int, shared: int) -> None:
+        self.name, self.n_regs = name, 128
+        self.metadata = SimpleNamespace(name=name, num_warps=warps, num_stages=3, shared=shared,
+                                        target=H100)  # fmt: skip
+
+
+class Held:
+    pass
+
+
+@pytest.fixture
+def triton_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiler = ModuleType("triton.compiler.compiler")
+    compiler.CompiledKernel = CompiledKernel  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "triton.compiler.compiler", compiler)
+
+
+def test_the_process_kernels_are_read_past_a_proxy_whose_object_is_gone(triton_loaded) -> None:
+    """A weakref proxy to a collected object (torch.compile leaves them about) raises on
+    isinstance; the walk goes by type and still finds the kernels."""
+    held = Held()
+    dead = [weakref.proxy(held)]
+    del held
+    with pytest.raises(ReferenceError):
+        isinstance(dead[0], CompiledKernel)
+    kernel = CompiledKernel("softmax_kernel", 4, 2048)
+    facts = compiled_kernels([record("softmax_kernel", 128, 2048)])
+    assert facts[0]["num_warps"] == 4 and facts[0]["compiler"] == "triton"
+    assert dead and kernel
+
+
+def test_triton_facts_that_cannot_be_read_leave_what_cupti_recorded(
+    triton_loaded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(cls: type) -> None:
+        raise RuntimeError("Triton moved its objects")
+
+    monkeypatch.setattr(TritonKernels, "in_process", classmethod(broken))
+    assert compiled_kernels([record("k", 128, 0)]) == [
+        {"kernel": "k", "threads": 128, "registers": 128, "shared_bytes": 0, "local_bytes": 0}
+    ]
