@@ -318,8 +318,9 @@ class Launcher:
     changed the GEMM nine workloads launch 9.5 s instead of 12.5 s (benchmarks/runner_cost.py,
     2026-11-28); the counters ncu replays deterministically (instructions, warps, global
     requests and sectors) came out the same either way. Host inputs (a workload whose prepare
-    takes no `inputs`, or $KERNELWATCH_TIMING_INPUTS=host) are drawn ahead on threads, outside
-    every range, launching no kernel."""
+    takes no `inputs`, or $KERNELWATCH_TIMING_INPUTS=host) are prepared ahead on threads, each
+    inside INPUTS_RANGE on its own thread: a prepare that compiles and launches (torch.compile)
+    launches unprofiled there too."""
 
     def __init__(self, workloads: list[Any], seed: int, ranges: Any,
                  inputs: str | None = None) -> None:  # fmt: skip
@@ -348,7 +349,7 @@ class Launcher:
         for ahead in range(index, min(index + 1 + PREFETCH, len(self.workloads))):
             w = self.workloads[ahead]
             if ahead not in self.pending and not self._on_gpu(w):
-                self.pending[ahead] = self.pool.submit(prepare, w, self.seed, self.inputs)
+                self.pending[ahead] = self.pool.submit(self._prepared_ahead, w)
         if index in self.pending:
             return self.pending.pop(index).result()
         self.ranges.push(INPUTS_RANGE)
@@ -358,6 +359,20 @@ class Launcher:
         finally:
             self.ranges.pop()
         return instance
+
+    def _prepared_ahead(self, w: Any) -> Any:
+        """`prepare` on a prefetch thread, inside INPUTS_RANGE on that thread (NVTX ranges are
+        per thread): what it launches stays out of the pass. A torch.compile'd workload compiles
+        and launches in prepare; profiled, those launches used up the pass's launch budget
+        before the launches of the workloads themselves (the doubt suite on an H200,
+        2026-12-07)."""
+        from runner.measure.sampling import prepare
+
+        self.ranges.push(INPUTS_RANGE)
+        try:
+            return prepare(w, self.seed, self.inputs)
+        finally:
+            self.ranges.pop()
 
     def __call__(self, w: Any, index: int) -> dict[str, Any]:
         import cupy
