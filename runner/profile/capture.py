@@ -65,12 +65,13 @@ class Profiling:
         by_launch = self._reused_by_launch([r for r in records if r.info["id"] not in self.whole])
         self.found.update(by_launch)
         self.whole.update({wid: f.section for wid, f in by_launch.items()})
-        ids = [r.info["id"] for r in records if r.info["id"] not in self.whole]
+        idle = {r.info["id"]: no_kernel_section(r) for r in records if ran_no_kernel(r)}
+        ids = [r.info["id"] for r in records if r.info["id"] not in self.whole | idle]
         self._say_why(records, ids, log)
         sections = self._profile(ids, log, check_stop)
         for record in records:
             wid = record.info["id"]
-            record.ncu = self.whole.get(wid) or sections[wid]
+            record.ncu = self.whole.get(wid) or idle.get(wid) or sections[wid]
             if self.reuse and wid in sections:
                 self.reuse.store(record.info, sections[wid], self.imported, _signature(record))
             if self.reuse:
@@ -83,8 +84,9 @@ class Profiling:
         only = f" ({partial} of them only their changed kernels)" if partial else ""
         launched = f", {len(by_launch)} of them by their launch" if by_launch else ""
         reused = sum(r.info["id"] in self.whole for r in records)
+        none = f", {len(idle)} not (their launch ran no kernel)" if idle else ""
         log(f"ncu: {counts['ok']} ok, {counts['failed']} failed of {len(ids)} workloads profiled"
-            f"{only}, {reused} reused (unchanged since an earlier commit{launched}) in "
+            f"{only}, {reused} reused (unchanged since an earlier commit{launched}){none} in "
             f"{time.monotonic() - started:.1f} s")  # fmt: skip
         if self.reuse:
             self.reuse.prune()
@@ -173,6 +175,16 @@ class Profiling:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def ran_no_kernel(record: Any) -> bool:
+    """Whether the record's check saw its launch run no kernel, only copies or sets
+    (runner.worker.launch_record.NoKernel): ncu, which profiles kernels, has nothing to do."""
+    return bool((_signature(record) or {}).get("no_kernel"))
+
+
+def no_kernel_section(record: Any) -> dict[str, Any]:
+    return ncu.to_document_section([], "unavailable", _signature(record)["unavailable"])
 
 
 def _signature(record: Any) -> Any:

@@ -68,6 +68,11 @@ class Unavailable(Exception):
     """A part of the signature CUPTI did not give; the message says which."""
 
 
+class NoKernel(Unavailable):
+    """The launch ran no kernel, only memory copies or sets (a contiguous `copy_` is a
+    cudaMemcpy): nothing for ncu to profile."""
+
+
 def _field(record: Any, names: tuple[str, ...]) -> int:
     for name in names:
         value = getattr(record, name, None)
@@ -195,6 +200,8 @@ class LaunchRecorder:
         self.records: list[tuple[int, dict[str, Any]]] = []  # (start, launch configuration)
         # The last launch's kernels in order, each with its extra facts (EXTRA_FIELDS).
         self.launched: list[dict[str, Any]] = []
+        self.transfers = 0  # memory copies and sets of the last launch
+        self._transfer_kinds = _kinds(cupti, "MEMCPY", "MEMSET")
         self.problem = ""
         self.subscriber = cupti.subscribe(self._on_callback, None)
         domain = cupti.CallbackDomain.RESOURCE
@@ -231,6 +238,8 @@ class LaunchRecorder:
         # A record is read here, while its buffer is CUPTI's to hand over.
         kind = int(self.cupti.ActivityKind.CONCURRENT_KERNEL)
         for a in activities:
+            if int(a.kind) in self._transfer_kinds:
+                self.transfers += 1
             if int(a.kind) != kind:
                 continue
             try:
@@ -242,13 +251,18 @@ class LaunchRecorder:
         """The launch configuration of every kernel `launch()` ran, in order."""
         synchronize()
         self.cupti.activity_flush_all(1)
-        self.records = []
+        self.records, self.transfers = [], 0
         self.cupti.activity_enable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
+        # Copies and sets are counted only to tell a launch of no kernel from one CUPTI missed.
+        transfers = [k for k in self._transfer_kinds.values()
+                     if _toggled(self.cupti.activity_enable, k)]  # fmt: skip
         try:
             launch()
             synchronize()
         finally:
             self.cupti.activity_disable(self.cupti.ActivityKind.CONCURRENT_KERNEL)
+            for k in transfers:
+                _toggled(self.cupti.activity_disable, k)
             self.cupti.activity_flush_all(1)
         self.launched = [config for _, config in sorted(self.records, key=lambda r: r[0])]
         if self.problem:
@@ -276,6 +290,9 @@ def signature(
     before = fingerprints(arrays)
     kernels = recorder.kernels_of(instance.launch, synchronize)
     after = fingerprints(held(instance)[0])
+    if not kernels and recorder.transfers:
+        raise NoKernel(f"the launch ran no kernel, only {recorder.transfers} memory copies or "
+                       "sets: nothing for ncu to profile")  # fmt: skip
     if not kernels:
         raise Unavailable("CUPTI recorded no kernel of the launch")
     code = {k["kernel"]: code_of(k["kernel"], recorder.images, fresh) for k in kernels}
@@ -291,6 +308,21 @@ def signature(
             written[name] = {"shape": was["shape"], "dtype": was["dtype"]}
     return {"kernels": kernels, "code": code, "inputs": inputs, "written": written,
             "scalars": scalars, "launch_code": method_code(instance)}  # fmt: skip
+
+
+def _kinds(cupti: Any, *names: str) -> dict[int, Any]:
+    """The activity kinds of these names that this cupti-python has, by their number."""
+    kinds = (getattr(cupti.ActivityKind, n, None) for n in names)
+    return {int(k): k for k in kinds if k is not None}
+
+
+def _toggled(switch: Any, kind: int) -> bool:
+    """`switch(kind)` (activity_enable or _disable); False where CUPTI refused it."""
+    try:
+        switch(kind)
+    except Exception:
+        return False
+    return True
 
 
 def _one_line(exc: BaseException) -> str:
@@ -328,6 +360,8 @@ def launch_signature(w: Any, recorder: LaunchRecorder | str | None) -> dict:
             return signature(instance, recorder, cupy.cuda.Device().synchronize, loaded)
         finally:
             instance.close()
+    except NoKernel as exc:
+        return {"unavailable": str(exc), "no_kernel": True}
     except Unavailable as exc:
         return {"unavailable": str(exc)}
     except Exception as exc:  # the check passed: a signature is never worth failing it

@@ -526,3 +526,32 @@ def test_a_commit_that_changed_python_only_reuses_every_launch_with_its_signatur
     profiled = {r.info["id"]: r.ncu["kernels"][0]["profiled_at"] for r in third}
     assert profiled == {"gemm[a]": "0" * 40, "cublas[b]": "0" * 40, "adamw[c]": "2" * 40,
                         "gemm[d]": "0" * 40}  # fmt: skip
+
+
+def test_a_launch_that_ran_no_kernel_is_not_handed_to_ncu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export: str
+) -> None:
+    """Its check saw copies alone (a contiguous copy_ is a cudaMemcpy): ncu profiles kernels,
+    so the pass leaves it out, and its section says why instead of failing."""
+    calls = exporting_ncu(tmp_path, monkeypatch, export)
+    copies = {"unavailable": "the launch ran no kernel, only 32 memory copies or sets: nothing "
+              "for ncu to profile", "no_kernel": True}  # fmt: skip
+    for idle in (["cublas[b]"], IDS):
+        calls.unlink(missing_ok=True)
+        recs = [SimpleNamespace(info={"id": w, "tags": []}, ncu=None, timeline=None,
+                                signature=copies if w in idle else signature_of(w))
+                for w in IDS]  # fmt: skip
+        lines: list[str] = []
+        profiling = profile.Profiling(suite_for(tmp_path), [r.info for r in recs], {},
+                                      start=False)  # fmt: skip
+        profiling.capture(recs, QUIET, lines.append, lambda: None)
+        by_id = {r.info["id"]: r.ncu for r in recs}
+        for wid in idle:
+            assert by_id[wid]["status"] == "unavailable" and by_id[wid]["kernels"] == []
+            assert by_id[wid]["reason"].startswith("the launch ran no kernel, only 32")
+        said = f"of {len(IDS) - len(idle)} workloads profiled, 0 reused (unchanged since an " \
+            f"earlier commit), {len(idle)} not (their launch ran no kernel)"  # fmt: skip
+        assert any(said in ln for ln in lines), lines
+        passes = [ln for ln in calls.read_text().splitlines() if "--import" not in ln] \
+            if calls.exists() else []  # fmt: skip
+        assert len(passes) == (0 if idle == IDS else 1)

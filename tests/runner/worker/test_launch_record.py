@@ -15,6 +15,7 @@ import pytest
 from runner.profile import cubin
 from runner.worker.launch_record import (
     LaunchRecorder,
+    NoKernel,
     Unavailable,
     _ModuleData,
     code_of,
@@ -93,6 +94,7 @@ class Recorder:
 
     def __init__(self, records: list[Any], loaded: list[tuple[dict[str, str], bytes]]) -> None:
         self.records, self.images, self.problem = records, loaded, ""
+        self.transfers = 0
 
     def kernels_of(self, launch: Any, synchronize: Any) -> list[dict[str, Any]]:
         launch()
@@ -128,6 +130,71 @@ def test_a_signature_that_cannot_be_known_says_why() -> None:
     broken.problem = "a loaded module could not be read (ValueError: x)"
     with pytest.raises(Unavailable, match="could not be read"):
         signature(Instance(), broken, lambda: None)
+
+
+def test_a_launch_of_copies_alone_ran_no_kernel_and_says_so() -> None:
+    """A contiguous copy is a cudaMemcpy: CUPTI records copies and no kernel, which is a fact
+    (nothing for ncu), not a signature CUPTI failed to give."""
+    copies = Recorder([], images("two_kernels"))
+    copies.transfers = 32
+    with pytest.raises(NoKernel, match="no kernel, only 32 memory copies or sets"):
+        signature(Instance(), copies, lambda: None)
+    with pytest.raises(Unavailable) as missed:
+        signature(Instance(), Recorder([], images("two_kernels")), lambda: None)
+    assert not isinstance(missed.value, NoKernel)
+
+
+class _Cupti:
+    """cupti-python's activity API as kernels_of uses it: records queued until a flush."""
+
+    ActivityKind = SimpleNamespace(CONCURRENT_KERNEL=10, MEMCPY=1, MEMSET=2)
+
+    def __init__(self, during_launch: list[Any], refuse: tuple[int, ...] = ()) -> None:
+        self.during_launch, self.refuse = during_launch, refuse
+        self.enabled: set[int] = set()
+        self.queued: list[Any] = []
+        self.recorder: LaunchRecorder | None = None
+
+    def activity_enable(self, kind: int) -> None:
+        if kind in self.refuse:
+            raise RuntimeError("CUPTI_ERROR_NOT_SUPPORTED")
+        self.enabled.add(kind)
+
+    def activity_disable(self, kind: int) -> None:
+        self.enabled.discard(kind)
+
+    def launch(self) -> None:
+        self.queued += [a for a in self.during_launch if a.kind in self.enabled]
+
+    def activity_flush_all(self, _: int) -> None:
+        queued, self.queued = self.queued, []
+        if queued and self.recorder is not None:
+            self.recorder._completed(queued)
+
+
+def _recorder(cupti: _Cupti) -> LaunchRecorder:
+    recorder = LaunchRecorder.__new__(LaunchRecorder)  # no process-wide subscription
+    recorder.cupti, recorder.images, recorder.records, recorder.problem = cupti, [], [], ""
+    recorder.launched, recorder.transfers = [], 0
+    recorder._transfer_kinds = {1: 1, 2: 2}
+    cupti.recorder = recorder
+    return recorder
+
+
+def test_the_recorder_counts_the_copies_and_sets_of_the_launch_and_only_of_it() -> None:
+    kernel = SimpleNamespace(kind=10, **vars(record("ka", start=5)))
+    copy, memset = SimpleNamespace(kind=1, start=1), SimpleNamespace(kind=2, start=2)
+    cupti = _Cupti([copy, copy, memset])
+    recorder = _recorder(cupti)
+    assert recorder.kernels_of(cupti.launch, lambda: None) == []
+    assert recorder.transfers == 3 and cupti.enabled == set()  # every kind off again
+    cupti.during_launch = [kernel, copy]
+    assert [k["kernel"] for k in recorder.kernels_of(cupti.launch, lambda: None)] == ["ka"]
+    assert recorder.transfers == 1
+    refused = _Cupti([copy, kernel], refuse=(1, 2))  # a CUPTI without them: kernels as before
+    recorder = _recorder(refused)
+    assert [k["kernel"] for k in recorder.kernels_of(refused.launch, lambda: None)] == ["ka"]
+    assert recorder.transfers == 0
 
 
 def test_the_launch_methods_code_is_its_bytecode_and_constants_not_its_lines() -> None:
