@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from sqlalchemy.exc import OperationalError
 
-from service import cli_admin, cli_import
+from service import cli_admin, cli_commit, cli_import
 from service.core.db import db_cause
 from service.core.logging import configure_logging
 from service.core.settings import Settings
@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_sub.add_parser("upgrade", help="apply every migration").set_defaults(func=_db_upgrade)
     cli_admin.add_parsers(sub)
     cli_import.add_parser(sub)
+    cli_commit.add_parser(sub)
     return parser
 
 
@@ -188,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernelwatch: the database does not answer ({db_cause(exc)}): check "
               "KERNELWATCH_DATABASE_URL and that the server runs", file=sys.stderr)  # fmt: skip
         return 1
+    except BrokenPipeError:
+        # Its reader stopped reading (`| head`): nothing to say, and Python's own flush of
+        # stdout at exit must not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         where = exc.filename or settings.data_dir
         why = str(exc.strerror or exc)

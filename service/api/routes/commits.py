@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import orjson
 from fastapi import APIRouter, Query, Response
 
 from service.api.deps import SessionDep, ShaPath
-from service.evaluation.reads.commit_metrics import commit_metrics_data
+from service.evaluation.reads.commit_metrics import as_json, commit_metrics_at
 from service.evaluation.reads.commit_ncu import SUMMARY
 from service.schemas.metrics import CommitMetrics, NcuDetail
 from service.schemas.runs import CommitListed
-from service.store.history.commits import resolve_commit
 from service.store.reads import listings
-from service.store.reads.queries import check_branch, repository_named
+from service.store.reads.queries import repository_named
 
 router = APIRouter(prefix="/api/v1/commits", tags=["commits"])
 
@@ -50,15 +48,6 @@ def get_commit_metrics(
 ) -> Response:
     """Every workload × kernel × metric at a commit, with baseline and change, and as much of
     each kernel's ncu capture as `ncu` asks for."""
-    commit, repo_name = resolve_commit(session, sha, repository)
-    # A commit can be run on several branches (a release, a pull request): they answer apart.
-    if branch is not None:
-        check_branch(session, commit.repository_id, repo_name, branch)
+    data = commit_metrics_at(session, sha, repository, branch, ncu=ncu, raw_ncu=True)
     # Written straight from plain data (see commit_metrics_data); tests hold it to the model.
-    return Response(
-        orjson.dumps(
-            commit_metrics_data(session, commit, repo_name, branch, raw_ncu=True, ncu=ncu),
-            option=orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS,
-        ),
-        media_type="application/json",
-    )
+    return Response(as_json(data), media_type="application/json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, NamedTuple
 
+import orjson
 from sqlalchemy import Row, select
 from sqlalchemy.orm import Session
 
@@ -16,8 +17,11 @@ from service.evaluation.reads.commit_results import result_metrics
 from service.models import Commit, Run
 from service.schemas import metrics as m
 from service.schemas.metrics import NcuDetail
-from service.store.history.commits import commit_public
+from service.store.history.commits import commit_public, resolve_commit
 from service.store.reads import commit_reads as reads
+from service.store.reads.queries import check_branch
+
+JSON_OPTIONS = orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS
 
 
 def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Run]:
@@ -37,6 +41,28 @@ def latest_runs(session: Session, commit: Commit, branch: str | None) -> list[Ru
     for run in runs:
         chosen.setdefault((run.suite, run.fingerprint), run)
     return list(chosen.values())
+
+
+def commit_metrics_at(
+    session: Session,
+    sha: str,
+    repository: str | None,
+    branch: str | None,
+    ncu: NcuDetail = "all",
+    raw_ncu: bool = False,
+) -> dict[str, Any]:
+    """GET /api/v1/commits/{sha}/metrics's answer, and `kernelwatch commit`'s: of a full or
+    unique short sha; NotFound, naming the branches there are, where no run is on `branch`."""
+    commit, repo = resolve_commit(session, sha, repository)
+    # A commit can be run on several branches (a release, a pull request): they answer apart.
+    if branch is not None:
+        check_branch(session, commit.repository_id, repo, branch)
+    return commit_metrics_data(session, commit, repo, branch, raw_ncu=raw_ncu, ncu=ncu)
+
+
+def as_json(data: dict[str, Any], indent: bool = False) -> bytes:
+    """The answer written out: UTC times with a Z, the orjson fragments of raw_ncu whole."""
+    return orjson.dumps(data, option=JSON_OPTIONS | (orjson.OPT_INDENT_2 if indent else 0))
 
 
 def commit_metrics(
