@@ -98,6 +98,20 @@ def _strings(table: dict[str, Any], key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _timing_value(path: Path, key: str, value: Any) -> Any:
+    """A [timing] value of its default's type, the key named where it is not: a count a
+    whole number (2.7 processes is no count to round), a number any number, a method a string."""
+    kind = type(getattr(Timing, key))
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if kind is str and isinstance(value, str):
+        return value
+    wanted = {int: "a whole number", float: "a number", str: "a string"}[kind]
+    raise SuiteError(f"{path}: [timing] {key} = {value!r}: it must be {wanted}")
+
+
 def load_suite(root: Path) -> Suite:
     path = root / SUITE_FILE
     if not path.is_file():
@@ -120,10 +134,7 @@ def load_suite(root: Path) -> Suite:
     unknown = set(timing_table) - known
     if unknown:
         raise SuiteError(f"{path}: unknown [timing] keys {sorted(unknown)}; known: {sorted(known)}")
-    try:
-        timing = Timing(**{k: type(getattr(Timing, k))(v) for k, v in timing_table.items()})
-    except (TypeError, ValueError) as exc:
-        raise SuiteError(f"{path}: bad [timing] value: {exc}") from exc
+    timing = Timing(**{k: _timing_value(path, k, v) for k, v in timing_table.items()})
     if timing.processes < 1 or timing.min_samples < 1 or timing.max_samples < timing.min_samples:
         raise SuiteError(f"{path}: [timing] needs processes >= 1 and max >= min samples >= 1")
     for key in ("max_seconds", "target_rel_spread", "timeout_seconds", "warmup_seconds"):

@@ -33,7 +33,10 @@ def test_the_fixture_and_the_default_suite_load() -> None:
         ("[suite]\nname='x'\nworkloads='m'\ndevice='tpu'\n", "device must be"),
         ("[suite]\nname='x'\nworkloads='m'\nbuild=3\n", "build must be"),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesess=3\n", "unknown [timing] keys"),
-        ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses='many'\n", "bad [timing]"),
+        (
+            "[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses='many'\n",
+            "[timing] processes = 'many': it must be a whole number",
+        ),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nprocesses=0\n", "processes >= 1"),
         ("[suite]\nname='x'\nworkloads='m'\nwork_changes='red'\n", "work_changes must be"),
         ("[suite]\nname='x'\nworkloads='m'\n[timing]\nmax_seconds=-1\n", "max_seconds = -1.0"),
