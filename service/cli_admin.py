@@ -109,17 +109,17 @@ def _session(settings: Settings) -> Iterator[Session]:
 
 
 def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
-    runner_name(args.name)
+    name = runner_name(args.name)  # as a result document gives it: blanks around it dropped
     labels = parse_labels(args.labels or "")
     token = new_token("kwr")
     with _session(settings) as session:
         try:
-            runners.issue_token(session, args.name, labels, token_hash(token), args.rotate)
+            runners.issue_token(session, name, labels, token_hash(token), args.rotate)
         except Conflict as exc:
             raise CliError(exc.detail) from None
     print(token)
     print(
-        f"runner {args.name!r} (labels: {labels or 'none'}): this token is shown once; "
+        f"runner {name!r} (labels: {labels or 'none'}): this token is shown once; "
         "give it to `kernelwatch-runner agent --token`",
         file=sys.stderr,
     )
@@ -127,13 +127,13 @@ def runner_token_create(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def runner_token_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    runner_name(args.name)
+    name = runner_name(args.name)
     with _session(settings) as session:
         try:
-            runners.revoke_token(session, args.name)
+            runners.revoke_token(session, name)
         except NotFound as exc:
             raise CliError(exc.detail) from None
-    print(f"revoked the token of runner {args.name!r}")
+    print(f"revoked the token of runner {name!r}")
     return 0
 
 
