@@ -19,6 +19,11 @@ from typing import Any
 import httpx
 
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# The service takes a job's failure as a small body, 64 KiB at most (service.api.small_bodies):
+# the log's tail is cut to what fits as JSON, whatever its characters (an escaped control
+# character takes 6 bytes, a CJK one 3). Over it, the report was refused and the job waited
+# for its lease to run out.
+FAIL_LOG_BYTES = 60_000
 
 
 class ServiceError(Exception):
@@ -105,8 +110,8 @@ class ServiceClient:
         return self._call("POST", f"/api/v1/jobs/{job_id}/lease", {"attempt_token": attempt_token})
 
     def fail(self, job_id: int, attempt_token: str, log_tail: str, retry: bool = False) -> dict:
-        body = {"attempt_token": attempt_token, "log_tail": log_tail[-65_536:], "retry": retry}
-        return self._call("POST", f"/api/v1/jobs/{job_id}/fail", body)
+        body = {"attempt_token": attempt_token, "log_tail": tail_within(log_tail), "retry": retry}
+        return self._call("POST", f"/api/v1/jobs/{job_id}/fail", content=_json(body))
 
     def release(self, job_id: int, attempt_token: str) -> dict:
         body = {"attempt_token": attempt_token}
@@ -161,3 +166,16 @@ def _detail(answer: httpx.Response) -> str:
         return detail
     text = answer.text.strip()
     return text[:500] if text else answer.reason_phrase or "no detail"
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def tail_within(text: str, limit: int = FAIL_LOG_BYTES) -> str:
+    """The last characters of `text` whose JSON string takes at most `limit` bytes."""
+    tail = text[-limit:]
+    while tail and (size := len(_json(tail))) > limit:
+        keep = int(len(tail) * limit / size) - 1  # every step cuts at least one character
+        tail = tail[-keep:] if keep > 0 else ""
+    return tail

@@ -122,7 +122,11 @@ class AttemptBody(StorableText):
 
 
 class FailureBody(AttemptBody):
-    log_tail: Annotated[str, StringConstraints(max_length=65_536)] = ""
+    # The body is a small one, 64 KiB at most (service.api.small_bodies): 60,000 characters of
+    # plain text fit; the runner cuts a log to what fits whatever its characters.
+    log_tail: Annotated[str, StringConstraints(max_length=60_000)] = Field(
+        "", description="the log's last characters; the whole body is at most 64 KiB"
+    )
     retry: bool = Field(False, description="requeue if attempts remain (e.g. an infra failure)")
 
 

@@ -148,7 +148,9 @@ def test_long_logs_and_reasons_are_sent_by_their_last_characters() -> None:
         client.fail(5, "kwa_attempt", "a" + "b" * 65_536, retry=True)
         client.report_unhealthy("x" + "y" * 2000)
     failed, health = (json.loads(r.content) for r in seen)
-    assert failed == {"attempt_token": "kwa_attempt", "log_tail": "b" * 65_536, "retry": True}
+    tail = failed.pop("log_tail")
+    assert failed == {"attempt_token": "kwa_attempt", "retry": True}
+    assert tail == "b" * len(tail) and 59_900 < len(tail) <= 60_000  # its JSON within 60,000 B
     assert health == {"healthy": False, "reason": "y" * 2000}
     assert [r.url.path for r in seen] == ["/api/v1/jobs/5/fail", "/api/v1/runners/health"]
 
@@ -174,3 +176,15 @@ def test_a_document_with_a_nan_reaches_the_service_as_json_text() -> None:
 def test_a_client_that_could_never_work_is_refused_at_once(url: str, token: str, says: str) -> None:
     with pytest.raises(ValueError, match=re.escape(says)):
         ServiceClient(url, token)
+
+
+@pytest.mark.parametrize("char", ["b", "\u00e9", "\u6f22", "\U0001f600", "\x01", "\n", '"'])
+def test_a_failure_fits_the_services_small_body_whatever_the_logs_characters(char: str) -> None:
+    """64 KiB of body at most (service.api.small_bodies); the log's last characters kept."""
+    seen: list[httpx.Request] = []
+    with client_answering(lambda _: httpx.Response(200, json={}), seen) as client:
+        client.fail(5, "kwa_attempt", "start " + char * 70_000 + " end")
+    body = seen[0].content
+    assert len(body) <= 64 * 1024
+    tail = json.loads(body)["log_tail"]
+    assert tail.endswith(char * 100 + " end") and len(body) > 50_000
