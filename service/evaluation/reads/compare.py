@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.analysis.verdicts import Q, class_floor, rank_test_p_values
-from service.core.errors import InvalidReference
+from service.core.errors import InvalidReference, NotFound
 from service.evaluation.reads.commit_metrics import latest_runs
 from service.models import Alert, Commit, Result, Series
 from service.schemas.alerts import CompareAlert, CompareRow, ComparisonPublic
@@ -36,9 +36,17 @@ def compare_commits(
     from scipy.stats import false_discovery_control
 
     base_commit, repo = resolve_commit(session, base, repository)
-    head_commit, head_repo = resolve_commit(session, head, repository or repo)
-    if head_repo != repo:
-        raise InvalidReference(f"{base} is in {repo} but {head} is in {head_repo}")
+    try:
+        head_commit, _ = resolve_commit(session, head, repository or repo)
+    except NotFound as missing:
+        if repository is not None:
+            raise
+        # Said as what it is, where the head is a commit of another repository.
+        try:
+            _, elsewhere = resolve_commit(session, head, None)
+        except NotFound:
+            raise missing from None
+        raise InvalidReference(f"{base} is in {repo} but {head} is in {elsewhere}") from None
     before, after = _results(session, base_commit), _results(session, head_commit)
     common = sorted(set(before) & set(after))
     p_values = rank_test_p_values(
