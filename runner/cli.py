@@ -107,6 +107,9 @@ def _run(args: argparse.Namespace) -> int:
             re.compile(args.only)
         except re.error as exc:
             return _fail("run", f"--only is not a regular expression: {exc}")
+    if args.out is not None and (args.out.is_dir() or not args.out.parent.is_dir()):
+        why = "is a folder: name the file" if args.out.is_dir() else "is in no folder that exists"
+        return _fail("run", f"--out {args.out} {why} to write the result document to")
     source = args.repo if _is_url(args.repo) else str(Path(args.repo).resolve())
     request = RunRequest(
         source=source,
@@ -124,7 +127,12 @@ def _run(args: argparse.Namespace) -> int:
         return _fail("run", str(exc))
     text = json.dumps(document, indent=2)
     if args.out:
-        args.out.write_text(text + "\n")
+        try:
+            args.out.write_text(text + "\n")
+        except OSError as exc:  # the run is not lost: its document goes to stdout instead
+            print(text)
+            return _fail("run", f"--out {args.out}: {exc.strerror or exc}; the result document "
+                         "went to stdout instead")  # fmt: skip
     else:
         print(text)
     console.print(summary_table(document))

@@ -57,7 +57,7 @@ from runner.run.base_side import Side, side_document
 from runner.run.progress import Progress
 from runner.suite.build import build_env, run_build
 from runner.suite.checkout import CheckoutError, Checkouts, _git
-from runner.suite.load import Suite, load_suite
+from runner.suite.load import Suite, SuiteError, load_suite
 
 CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
 CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
@@ -226,6 +226,11 @@ def _build_and_measure(suite: Suite, build_dir: Path, request: RunRequest, progr
     if build.status != "ok":
         return [], build, environment_section, None
     infos = [w for w in listing.listing if suite.selects(w, request.only)]
+    if request.only and not infos:  # a typo of a pattern: nothing would run, and say succeeded
+        known = ", ".join(w["id"] for w in listing.listing[:5])
+        more = f" and {len(listing.listing) - 5} more" if len(listing.listing) > 5 else ""
+        raise SuiteError(f"--only {request.only!r} selects none of the suite's "
+                         f"{len(listing.listing)} workloads ({known}{more})")  # fmt: skip
     records = {w["id"]: report.WorkloadRecord(info=w) for w in infos}
     ids = list(records)
     log(f"{len(ids)} of {len(listing.listing)} workloads selected")

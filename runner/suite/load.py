@@ -154,6 +154,10 @@ def load_suite(root: Path) -> Suite:
             f"{path}: [suite] work_changes must be one of {list(WORK_CHANGES)}, "
             f"not {work_changes!r}"
         )
+    check = table.get("check")
+    if check is not None and (not isinstance(check, str) or not check.partition(":")[0]):
+        raise SuiteError(f"{path}: [suite] check = {check!r}: it must name a function of the "
+                         'suite, "module:function"')  # fmt: skip
     default = _strings(table, "default")
     for pattern in default:
         try:
@@ -168,7 +172,7 @@ def load_suite(root: Path) -> Suite:
         name=table["name"],
         workloads=table["workloads"],
         device=device,
-        check=table.get("check"),
+        check=check,
         build=_strings(table, "build"),
         default=default,
         timeline=_strings(table, "timeline"),

@@ -144,6 +144,22 @@ class Settings(BaseSettings):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
         return value
 
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, url: str | None) -> str | None:
+        """An http(s) address or none: GitHub refuses a commit status whose link is no URL, so a
+        typo here failed every status the service sent."""
+        if not url or not url.strip():
+            return None
+        try:
+            AnyHttpUrl(url.strip())
+        except ValueError:
+            raise ValueError(
+                f"{url[:100]!r} is not an http(s) URL: give this service's address as people "
+                "reach it, e.g. https://kernelwatch.example.com"
+            ) from None
+        return url.strip()
+
     @field_validator("database_url")
     @classmethod
     def _psycopg_driver(cls, url: str | None) -> str | None:
