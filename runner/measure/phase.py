@@ -7,7 +7,8 @@ and a commit runs nine of them one after the other (three for correctness, six f
 `WarmWorkers` starts them ahead, while the build runs: each does all of that and waits for its
 workload ids on stdin; `run_phase` hands a phase's ids to a waiting one where it has one. A
 waiting worker has imported none of the suite's code (the build may still be writing what that
-imports) and launches nothing: an idle context takes no GPU time from the one at work."""
+imports), only, for timing, the frameworks it uses (runner.measure.preload), and launches
+nothing: an idle context takes no GPU time from the one at work."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from runner.measure.preload import preload_for
 from runner.suite.load import Suite
 
 
@@ -70,8 +72,12 @@ class WarmWorkers:
     ) -> None:
         self.lock = threading.Lock()
         self.waiting: dict[tuple[str, int], list[tuple[subprocess.Popen, str]]] = {}
+        # A timing process's first prepare paid for `import torch` (runner.measure.preload).
+        self.preload = preload_for(suite.root) if any(m == "time" for m, _ in wanted) else []
         for mode, seed in wanted:
             config = {**_config(suite, mode, [], seed), "wait": True}
+            if mode == "time" and self.preload:
+                config["preload"] = self.preload
             proc, path = _spawn(suite, config, env, stdin=subprocess.PIPE)
             self.waiting.setdefault((mode, seed), []).append((proc, path))
 

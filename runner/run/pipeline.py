@@ -52,6 +52,7 @@ from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
 from runner.measure import compile_caches
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
+from runner.measure.preload import PRELOAD_ENV
 from runner.run import doubtful, paired, report
 from runner.run.base_side import Side, side_document
 from runner.run.progress import Progress
@@ -199,6 +200,9 @@ def _measure(
     env = build_env(build_dir, request.cache_dir)
     progress.stage("build")
     with WarmWorkers(suite, warm_plan(suite), env) as warm:  # they start while the build runs
+        if warm.preload:
+            log(f"timing processes started ahead import {', '.join(warm.preload)} while they "
+                f"wait (${PRELOAD_ENV})")  # fmt: skip
         return _build_and_measure(suite, build_dir, request, progress, log, check_stop,
                                   commit, env, warm, base)  # fmt: skip
 
