@@ -9,10 +9,11 @@ change of them first in an alert (service.analysis.knobs), where ncu's counters 
 the change did.
 
 Triton keeps every version it compiled of a kernel (an autotuner compiles each config under one
-name). The version the launch ran is the one whose warps, shared memory and registers match
-CUPTI's record of the launch, narrowed by the autotuner's choice where there is one; where
-versions that differ in what is recorded still match, their Triton facts are left out rather
-than guessed.
+name); a kernel Inductor loaded from its cache with its own launcher has no CompiledKernel left,
+and its versions are read from Inductor's autotuner, launcher by launcher. The version the
+launch ran is the one whose warps, shared memory and registers match CUPTI's record of the
+launch, narrowed by the autotuner's choice where there is one; where versions that differ in
+what is recorded still match, their Triton facts are left out rather than guessed.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import gc
 import math
 import sys
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import Any
 
 MAX_KERNELS = 1000  # the document's bound (service.schemas.document.WorkloadIn.compiled)
@@ -74,7 +76,9 @@ class TritonKernels:
             return None
         autotuner = sys.modules.get("triton.runtime.autotuner")
         tuner_kind = getattr(autotuner, "Autotuner", None)
-        compiled, tuners = [], []
+        heuristics = sys.modules.get("torch._inductor.runtime.triton_heuristics")
+        inductor_kind = getattr(heuristics, "CachingAutotuner", None)
+        compiled, tuners, inductor = [], [], []
         for obj in gc.get_objects():
             # By type, not isinstance: isinstance asks a weakref proxy for its referent's class,
             # and one whose referent is gone raises ReferenceError (a torch.compile'd process
@@ -84,7 +88,12 @@ class TritonKernels:
                 compiled.append(obj)
             elif tuner_kind is not None and issubclass(of, tuner_kind):
                 tuners.append(obj)
-        return cls(compiled, tuners)
+            elif inductor_kind is not None and issubclass(of, inductor_kind):
+                inductor.append(obj)
+        held = {getattr(k, "name", None) or getattr(getattr(k, "metadata", None), "name", None)
+                for k in compiled}  # fmt: skip
+        versions, chosen = inductor_versions(inductor, held)
+        return cls([*compiled, *versions], [*tuners, *chosen])
 
     def facts(self, launched: dict[str, Any]) -> dict[str, Any]:
         """Triton's facts of the version `launched` (a CUPTI record) ran; {} where the kernel
@@ -107,6 +116,32 @@ class TritonKernels:
         if config is not None:
             out["config"] = str(config)[:1000]
         return out
+
+
+def inductor_versions(autotuners: Iterable[Any], held: set[Any]) -> tuple[list[Any], list[Any]]:
+    """Versions of the kernels Inductor loaded itself, from its autotuners' launchers (each
+    keeps the config it was compiled with, its registers and shared memory): a kernel Inductor
+    found in its cache is launched from the cubin (its static launcher) and no CompiledKernel of
+    it is left in the process. Kernels a CompiledKernel is held of are left to it. With one
+    launcher left (the autotuner's pick), its config is the one chosen."""
+    versions: list[Any] = []
+    chosen: list[Any] = []
+    for tuner in autotuners:
+        fn = getattr(tuner, "fn", None)
+        name = _name(fn)
+        launchers = list(getattr(tuner, "launchers", None) or [])
+        if not name or name in held or not launchers:
+            continue
+        for launcher in launchers:
+            config = getattr(launcher, "config", None)
+            meta = SimpleNamespace(name=name, num_warps=getattr(config, "num_warps", None),
+                                   num_stages=getattr(config, "num_stages", None),
+                                   shared=getattr(launcher, "shared", None))  # fmt: skip
+            versions.append(SimpleNamespace(name=name, metadata=meta,
+                                            n_regs=getattr(launcher, "n_regs", None)))  # fmt: skip
+        if len(launchers) == 1 and getattr(launchers[0], "config", None) is not None:
+            chosen.append(SimpleNamespace(fn=fn, best_config=launchers[0].config))
+    return versions, chosen
 
 
 def _version_facts(kernel: Any) -> dict[str, Any] | None:

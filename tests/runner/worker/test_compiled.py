@@ -109,3 +109,46 @@ def test_triton_facts_that_cannot_be_read_leave_what_cupti_recorded(
     assert compiled_kernels([record("k", 128, 0)]) == [
         {"kernel": "k", "threads": 128, "registers": 128, "shared_bytes": 0, "local_bytes": 0}
     ]
+
+
+class CachingAutotuner:
+    """Shaped as Inductor's: its kernel's JITFunction and a launcher per config it kept."""
+
+    def __init__(self, name: str, *launchers: tuple[int, int, int, int]) -> None:
+        self.fn = SimpleNamespace(__name__=name)
+        self.launchers = []
+        for warps, stages, shared, regs in launchers:
+
+            def launcher() -> None:
+                pass
+
+            launcher.config = SimpleNamespace(num_warps=warps, num_stages=stages)  # type: ignore[attr-defined]
+            launcher.shared, launcher.n_regs = shared, regs  # type: ignore[attr-defined]
+            self.launchers.append(launcher)
+
+
+@pytest.fixture
+def inductor_loaded(triton_loaded, monkeypatch: pytest.MonkeyPatch) -> None:
+    heuristics = ModuleType("torch._inductor.runtime.triton_heuristics")
+    heuristics.CachingAutotuner = CachingAutotuner  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch._inductor.runtime.triton_heuristics", heuristics)
+
+
+def test_a_kernel_inductor_launched_itself_has_its_launchers_facts(inductor_loaded) -> None:
+    """Loaded from Inductor's cache, a kernel is launched from its cubin: no CompiledKernel of
+    it is left, and its autotuner's launcher says what it was compiled with."""
+    fused = CachingAutotuner("triton_per_fused_gelu_0", (8, 1, 4096, 40))
+    two = CachingAutotuner("triton_red_fused_1", (4, 2, 1024, 32), (8, 2, 1024, 32))
+    held = CompiledKernel("softmax_kernel", 4, 2048)  # Triton's own: read as it was
+    shadow = CachingAutotuner("softmax_kernel", (16, 5, 2048, 128))
+    facts = compiled_kernels([record("triton_per_fused_gelu_0", 256, 4096, regs=40),
+                              record("triton_red_fused_1", 128, 1024, regs=32),
+                              record("softmax_kernel", 128, 2048)])  # fmt: skip
+    by_name = {f["kernel"]: f for f in facts}
+    gelu = by_name["triton_per_fused_gelu_0"]
+    assert (gelu["compiler"], gelu["num_warps"], gelu["num_stages"]) == ("triton", 8, 1)
+    assert "num_stages=1" in gelu["config"] or "num_stages': 1" in gelu["config"]
+    assert by_name["triton_red_fused_1"]["num_warps"] == 4  # the launch's 128 threads say which
+    assert "config" not in by_name["triton_red_fused_1"]  # two launchers left: none was chosen
+    assert by_name["softmax_kernel"]["num_warps"] == 4 and by_name["softmax_kernel"]["target"]
+    assert fused and two and held and shadow
