@@ -2,7 +2,7 @@
 server on SQLite and PostgreSQL: every series measured at both is a row, the significant ones
 first (beyond chance after Benjamini-Hochberg over the rows, and beyond the floor of the kernel's
 duration class), each group by the size of its change; series measured at one side only are
-listed apart; and the head is looked up in the base's repository, never in another."""
+listed apart; and a head of another repository is refused as such."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from service.analysis.verdicts import Q, class_floor
-from service.core.errors import NotFound
+from service.core.errors import InvalidReference
 from service.evaluation.reads.compare import compare_commits
 from tests.conftest import ADMIN_TOKEN
 from tests.documents import document, sha_for
@@ -48,11 +48,13 @@ def test_rows_by_impact_and_series_of_one_side_apart(client: httpx.Client, engin
     assert [s.kernel for s in found.only_in_head] == ["new"]
 
 
-def test_the_head_is_looked_up_in_the_bases_repository(
+def test_a_head_of_another_repository_is_refused_as_such(
     client: httpx.Client, engine: Engine
 ) -> None:
     post(client, "base", {"k": 100.0})
     post(client, "elsewhere", {"k": 100.0}, repository="acme/other")
-    with Session(engine) as session, pytest.raises(NotFound) as refused:
+    with Session(engine) as session, pytest.raises(InvalidReference) as refused:
         compare_commits(session, sha_for("base"), sha_for("elsewhere"), None)
-    assert str(refused.value) == f"no commit {sha_for('elsewhere')} in acme/kernels has results yet"
+    assert str(refused.value) == (
+        f"{sha_for('base')} is in acme/kernels but {sha_for('elsewhere')} is in acme/other"
+    )
