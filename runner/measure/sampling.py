@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.measure import compile_caches
+from runner.measure import compile_caches, compile_time
 from runner.measure.kernel_steps import STEPS, aggregate
 from runner.suite.load import Timing
 
@@ -219,10 +219,12 @@ def time_workload(
     PLACEMENTS); with `trace`, then trace a few steps' kernels for the timeline
     (runner.profile.timeline). `inputs`: where the workload draws its inputs (see `prepare`)."""
     caches = compile_caches.Watch(compile_caches.cache_folders(), time.time)
+    compiling = compile_time.Watch()
     started = time.perf_counter()
     instance = prepare(w, seed, inputs)  # what compiles (Triton, Inductor, extensions) does here
     prepare_seconds = time.perf_counter() - started
     found = caches.result()
+    compiled = compiling.result()
     chosen = choices(instance)
     held = [instance]
     try:
@@ -257,6 +259,7 @@ def time_workload(
         timer = select_timer(timers, method, sample_with)
         rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
         take = paced if capped else sample_with
+        sampling = compile_time.Watch()  # Dynamo compiling now would be timed with the launch
         watch.start()
         timer.begin()
         try:
@@ -271,7 +274,9 @@ def time_workload(
             for round_ in range(1, rounds):
                 local_memory = round_ == rounds // 2  # its second state for the second half
                 timer.end()  # the new placement's warm-up is no sample (CUPTI: not recorded)
+                placing = compile_time.Watch()
                 fresh = relocate(w, seed, inputs, timers, held, anywhere, local_memory)
+                sampling.set_apart(placing.result())
                 timer.begin()
                 if fresh is None:
                     break
@@ -285,6 +290,8 @@ def time_workload(
             timer.end()
         if rounds > 1:
             reason += f"; {placed} placements x {per_round} samples"
+        if recompiled := compile_time.during_sampling(sampling.result()):
+            reason += f"; {recompiled}"
         if capped:
             reason += (
                 f" (warm-up throttled by {', '.join(capped)}: {RECOVERY_SECONDS:g} s idle, then"
@@ -309,6 +316,7 @@ def time_workload(
         "placements": placed,
         "prepare_seconds": round(prepare_seconds, 3),
         **({"compile_caches": found} if found else {}),
+        **({"torch_compile": compiled} if compiled else {}),
         **({"peak_memory_bytes": peak} if peak is not None else {}),
         **({"choices": chosen} if chosen else {}),
         **watch.result(),

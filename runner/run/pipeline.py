@@ -50,7 +50,7 @@ from typing import Any
 
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
-from runner.measure import compile_caches
+from runner.measure import compile_caches, compile_time
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
 from runner.measure.preload import PRELOAD_ENV
 from runner.run import doubtful, paired, report
@@ -441,7 +441,10 @@ def prepare_note(outcomes: dict[str, Outcome]) -> str:
         return caches if " miss (" in caches else ""
     slowest = max(took, key=took.__getitem__)
     said = f"prepare took {sum(took.values()):.1f} s of it"
-    said += f" (slowest {slowest} {took[slowest]:.1f} s)"
+    said += f" (slowest {slowest} {took[slowest]:.1f} s"
+    if compiled := compile_time.describe(outcomes[slowest].result.get("torch_compile") or {}):
+        said += f", {compiled}"
+    said += ")"
     return f"{said}; {caches}" if caches else said
 
 

@@ -134,3 +134,19 @@ def test_each_process_says_how_long_its_prepare_took_and_the_workload_what_it_ch
     said = [line.split("] ", 1)[1] for line in doc["log_tail"].splitlines() if "caches" in line]
     assert said == [f"timing {i}/3: compile caches: 1 of 2 hit; compiles[n=8] miss (triton: 1 new "
                     "entries)" for i in (2, 3)], said  # fmt: skip
+
+
+def test_the_slowest_prepare_says_what_torch_compile_took_of_it() -> None:
+    from runner.measure.phase import Outcome
+
+    compiled = {"frames": 2, "seconds": 8.1, "tracing": 0.3, "backend": 7.6}
+    outcomes = {
+        "block": Outcome("ok", {"prepare_seconds": 10.9, "torch_compile": compiled}),
+        "scale": Outcome("ok", {"prepare_seconds": 0.4}),
+    }
+    assert pipeline.prepare_note(outcomes) == (
+        "prepare took 11.3 s of it (slowest block 10.9 s, torch.compile 8.1 s of it"
+        " (2 frames; Dynamo tracing 0.3 s, backend 7.6 s))"
+    )
+    outcomes["block"].result.pop("torch_compile")  # a prepare that compiled nothing of torch's
+    assert pipeline.prepare_note(outcomes) == "prepare took 11.3 s of it (slowest block 10.9 s)"
