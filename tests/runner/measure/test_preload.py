@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runner.measure.phase import WarmWorkers, run_phase
-from runner.measure.preload import PRELOAD_ENV, named_in, preload, preload_for
+from runner.measure.preload import COMPILER, PRELOAD_ENV, named_in, preload, preload_for
 from tests.runner.measure.test_phase import imported, marking_suite  # noqa: F401
 
 
@@ -31,6 +31,18 @@ def test_the_frameworks_the_suites_files_import_are_named(tmp_path: Path) -> Non
     write(none, ".venv/lib/site.py", "import torch\n")  # an environment's, not the suite's
     write(none, "notes.txt", "import torch\n")
     assert named_in(none) == []
+
+
+def test_a_suite_that_calls_torch_compile_gets_the_compilers_modules_too(tmp_path: Path) -> None:
+    write(tmp_path, "a/w.py", "import torch\nimport triton\n")
+    write(tmp_path, "a/block.py", "def block(x):\n    return x\n\nfast = torch.compile(block)\n")
+    assert named_in(tmp_path / "a") == ["torch", *COMPILER, "triton"]
+    write(tmp_path, "b/w.py", "from torch import nn, compile\n")
+    assert named_in(tmp_path / "b") == ["torch", *COMPILER]
+    write(tmp_path, "c/w.py", "import torch\nimport torch.compiler  # not a compile\n")
+    assert named_in(tmp_path / "c") == ["torch"]
+    write(tmp_path, "d/w.py", "fast = torch.compile(f)  # torch never imported here\n")
+    assert named_in(tmp_path / "d") == []
 
 
 def test_only_installed_ones_are_preloaded_unless_named(
