@@ -7,8 +7,8 @@ and a commit runs nine of them one after the other (three for correctness, six f
 `WarmWorkers` starts them ahead, while the build runs: each does all of that and waits for its
 workload ids on stdin; `run_phase` hands a phase's ids to a waiting one where it has one. A
 waiting worker has imported none of the suite's code (the build may still be writing what that
-imports), only, for timing, the frameworks it uses (runner.measure.preload), and launches
-nothing: an idle context takes no GPU time from the one at work."""
+imports), only, for checking and timing, the frameworks it uses (runner.measure.preload), and
+launches nothing: an idle context takes no GPU time from the one at work."""
 
 from __future__ import annotations
 
@@ -62,6 +62,9 @@ def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any
     }
 
 
+PRELOADS = ("check", "time")  # the modes whose waiting workers import the suite's frameworks
+
+
 class WarmWorkers:
     """Worker processes started ahead of their phases, each for one (mode, seed): imports done
     and (on a GPU) the CUDA context and, for timing, the timers up, waiting for their ids.
@@ -72,11 +75,11 @@ class WarmWorkers:
     ) -> None:
         self.lock = threading.Lock()
         self.waiting: dict[tuple[str, int], list[tuple[subprocess.Popen, str]]] = {}
-        # A timing process's first prepare paid for `import torch` (runner.measure.preload).
-        self.preload = preload_for(suite.root) if any(m == "time" for m, _ in wanted) else []
+        # A process's first prepare paid for `import torch` (runner.measure.preload).
+        self.preload = preload_for(suite.root) if any(m in PRELOADS for m, _ in wanted) else []
         for mode, seed in wanted:
             config = {**_config(suite, mode, [], seed), "wait": True}
-            if mode == "time" and self.preload:
+            if mode in PRELOADS and self.preload:
                 config["preload"] = self.preload
             proc, path = _spawn(suite, config, env, stdin=subprocess.PIPE)
             self.waiting.setdefault((mode, seed), []).append((proc, path))

@@ -201,8 +201,8 @@ def _measure(
     progress.stage("build")
     with WarmWorkers(suite, warm_plan(suite), env) as warm:  # they start while the build runs
         if warm.preload:
-            log(f"timing processes started ahead import {', '.join(warm.preload)} while they "
-                f"wait (${PRELOAD_ENV})")  # fmt: skip
+            log(f"check and timing processes started ahead import {', '.join(warm.preload)}"
+                f" while they wait (${PRELOAD_ENV})")  # fmt: skip
         return _build_and_measure(suite, build_dir, request, progress, log, check_stop,
                                   commit, env, warm, base)  # fmt: skip
 

@@ -311,16 +311,17 @@ def _one_line(exc: BaseException) -> str:
 
 def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[str, Any]] | None:
     """What a worker started ahead of its phase does before its ids come (runner.measure.phase.
-    WarmWorkers, runner.profile.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, a timing
-    worker's whole handler (timers, flush buffers, the clock watch) and the frameworks the suite
-    imports (runner.measure.preload), a profile worker's one warm-up launch. Nothing of the
+    WarmWorkers, runner.profile.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, the
+    frameworks the suite imports for a check or timing worker (runner.measure.preload), a timing
+    worker's whole handler (timers, flush buffers, the clock watch), a profile worker's one
+    warm-up launch. Nothing of the
     suite's own code: the build may still be writing it."""
     if config["device"] == "cuda":
         import cupy
 
         cupy.cuda.runtime.free(0)  # creates the context
+    preload(config.get("preload", []))  # torch: what the first prepare paid for
     if config["mode"] == "time":
-        preload(config.get("preload", []))  # torch: what the first prepare paid for
         return handlers(config, ranges, {})
     if config["mode"] == "profile":  # under ncu: its setup at the first profiled kernel, now
         from runner.profile.ncu_pass import warm_up_profiler

@@ -68,7 +68,7 @@ def test_a_module_that_does_not_import_is_left_to_the_suite() -> None:
     assert preload(["no_such_module_kw", "json"]) == ["json"]
 
 
-def test_a_waiting_timing_worker_imports_them_before_its_ids_and_nothing_else_does(
+def test_waiting_check_and_timing_workers_import_them_before_their_ids_and_nothing_else_does(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     marking_suite,  # noqa: F811
@@ -80,18 +80,26 @@ def test_a_waiting_timing_worker_imports_them_before_its_ids_and_nothing_else_do
     monkeypatch.setenv("PYTHONPATH", str(site))
     monkeypatch.setenv("KW_FRAMEWORK", str(marks))
     monkeypatch.setenv(PRELOAD_ENV, "kw_framework")
-    warm = WarmWorkers(marking_suite, [("time", 1), ("check", 0)])
+    warm = WarmWorkers(marking_suite, [("time", 1), ("check", 0), ("list", 0)])
     try:
         assert warm.preload == ["kw_framework"]
         ((timer, _),) = warm.waiting[("time", 1)]
+        ((checker, _),) = warm.waiting[("check", 0)]
+        ((lister, _),) = warm.waiting[("list", 0)]
         deadline = time.monotonic() + 30
-        while not marks.exists() and time.monotonic() < deadline:
+        while len(_lines(marks)) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)  # the check worker had as long
-        assert marks.read_text().split() == [str(timer.pid)]  # the timing worker alone
+        time.sleep(0.5)  # the listing worker had as long
+        assert sorted(_lines(marks)) == sorted([str(timer.pid), str(checker.pid)])
         assert imported(marking_suite) == []  # and none of the suite's code
         phase = run_phase(marking_suite, "time", ["fma[n=256]"], seed=1, warm=warm)
         assert phase.outcomes["fma[n=256]"].status == "ok"
+        phase = run_phase(marking_suite, "check", ["fma[n=256]"], warm=warm)
+        assert phase.outcomes["fma[n=256]"].status == "ok"
     finally:
         warm.close()
-    assert marks.read_text().split() == [str(timer.pid)]
+    assert str(lister.pid) not in _lines(marks)  # a listing needs none of it
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().split() if path.exists() else []
