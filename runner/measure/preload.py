@@ -1,13 +1,14 @@
 """The frameworks a waiting check or timing worker imports before its ids come (runner.measure.
 phase.WarmWorkers): PyTorch and Triton, where the suite's Python imports them.
 
-On an H200 (the doubt suite, 2026-12-07) the first workload `prepare`d in each timing process
-took 2.9 s where the same kind of workload after it took 0.33 s: the first one paid for `import
-torch`, in every one of a commit's six to nine timing processes, one after the other. A waiting
-worker imports it while the build, the check or the process before it runs, so the seconds pass
-where nothing waits for them (a check worker has the build's seconds, a timing one more). Only installed frameworks the suite's own files name are imported:
-a CUDA suite of CuPy kernels loads nothing more. Never the suite's code (the build may still be
-writing it). $KERNELWATCH_PRELOAD names the modules instead (comma-separated; empty: none).
+On an H200 (the doubt suite, 2026-12-07) the first workload `prepare`d in each timing process took
+2.9 s where the same kind of workload after it took 0.33 s: the first one paid for `import torch`,
+in every one of a commit's six to nine timing processes, one after the other. A waiting worker
+imports it while the build, the check or the process before it runs, so the seconds pass where
+nothing waits for them (a check worker has the build's seconds, a timing one more). Only installed
+frameworks the suite's own files name are imported: a CUDA suite of CuPy kernels loads nothing
+more. Never the suite's code (the build may still be writing it). $KERNELWATCH_PRELOAD names the
+modules instead (comma-separated; empty: none).
 
 A suite that calls `torch.compile` gets the compiler's modules too (COMPILER): a process's
 first compile imports Dynamo and Inductor, which `import torch` does not. On CPU torch 2.13 (this

@@ -18,6 +18,7 @@ def metrics(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
     held: dict[str, list[float]] = {}
     utils = SimpleNamespace(compilation_time_metrics=held)
     monkeypatch.setitem(sys.modules, "torch._dynamo.utils", utils)
+    monkeypatch.setitem(sys.modules, compile_time.COMPILER_MODULE, SimpleNamespace())  # imported
     return held
 
 
@@ -76,4 +77,21 @@ def test_a_compile_while_sampling_is_said_unless_a_fresh_placement_made_it(
     assert during_sampling(recompiled) == (
         "torch.compile compiled 1 frame(s) while sampling (0.75 s, a recompilation):"
         " those samples timed the compiler too"
+    )
+
+
+def test_a_prepare_that_imported_the_compiler_says_so(
+    metrics: dict[str, list[float]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing Dynamo and Inductor is none of Dynamo's timed steps: said, not added."""
+    monkeypatch.delitem(sys.modules, compile_time.COMPILER_MODULE)
+    watch = Watch()
+    monkeypatch.setitem(sys.modules, compile_time.COMPILER_MODULE, SimpleNamespace())
+    compile_frame(metrics, 1.25, 0.25, 1.0)
+    found = watch.result()
+    assert found == {"frames": 1, "seconds": 1.25, "tracing": 0.25, "backend": 1.0,
+                     "imported": True}  # fmt: skip
+    assert describe(found) == (
+        "torch.compile 1.2 s of it (1 frame; Dynamo tracing 0.2 s, backend 1.0 s;"
+        " Dynamo and Inductor imported first, untimed)"
     )
