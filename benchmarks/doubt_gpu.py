@@ -2,7 +2,9 @@
 commit, and a launch whose runs sit on two levels, through the real chain, the truth beside.
 
     # on the GPU host (torch, Triton, ncu, cupti-python; the service's wheels on PYTHONPATH):
-    python -m benchmarks.doubt_gpu --out DIR [--budget 540]
+    python -m benchmarks.doubt_gpu --out DIR [--budget 540] [--work W]
+    # in a second call of the device, where the first ran out of its budget (W kept between):
+    python -m benchmarks.doubt_gpu --out DIR --resume --work W [--budget 540]
     # anywhere, again from what a run saved:
     python -m benchmarks.doubt_gpu --table DIR/doubt.json
 
@@ -200,6 +202,45 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+PROGRESS = "progress.json"  # in --work: the commits, the truth, what each settled commit said
+
+
+def record(work: Path, out: Path, budget: float, resume: bool) -> dict[str, Any] | None:
+    """The history (or, with `resume`, its commits an earlier call did not reach, from `work`
+    as that call left it: its repository, truth, service database and runner cache); None
+    where there is nothing to resume."""
+    deadline = time.monotonic() + budget
+    if resume:
+        if not (work / PROGRESS).exists():
+            return None
+        saved = json.loads((work / PROGRESS).read_text())
+        earlier = saved.get("at_push", {})
+        left = [c for c in saved["commits"] if c["sha"] not in earlier]
+        log(f"resuming at commit {left[0]['index'] if left else '-'}: "
+            f"{len(earlier)} of {len(saved['commits'])} settled before")  # fmt: skip
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        commits = make_repository(work / "repo")
+        started = time.monotonic()
+        truth = measure_truth(work, commits)
+        log(f"truth measured in {time.monotonic() - started:.0f} s")
+        saved, earlier, left = {"commits": commits, "truth": truth}, {}, commits
+    started = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        saved |= record_history(work, left, deadline, REPOSITORY, ncu_reuse=True,
+                                earlier=earlier)  # fmt: skip
+    finally:  # what the agent and the service said, also of a history that broke off
+        for name in ("agent.log", "service.log", "kernelwatch.db"):
+            if (work / name).exists():
+                shutil.copy(work / name, out / name)
+    saved["history_seconds"] = saved.get("history_seconds", 0.0) + time.monotonic() - started
+    (work / PROGRESS).write_text(json.dumps(saved, indent=1))
+    (out / "doubt.json").write_text(json.dumps(saved, indent=1))
+    return saved
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--truth-one"]:  # one process of the truth: SPEC PART --one
@@ -212,28 +253,19 @@ def main(argv: list[str] | None = None) -> int:
     what.add_argument("--table", type=Path, help="print the table of a saved doubt.json")
     p.add_argument("--budget", type=float, default=540.0, help="wall seconds for it all")
     p.add_argument("--work", type=Path, default=Path("/tmp/kw-doubt"))
+    p.add_argument("--resume", action="store_true",
+                   help="go on with the history an earlier --out left in --work")  # fmt: skip
     args = p.parse_args(argv)
+    if args.resume and not args.out:
+        p.error("--resume goes with --out")
     if args.table:
         saved = _load(args.table)
     else:
-        shutil.rmtree(args.work, ignore_errors=True)
-        args.work.mkdir(parents=True)
-        deadline = time.monotonic() + args.budget
-        commits = make_repository(args.work / "repo")
-        started = time.monotonic()
-        truth = measure_truth(args.work, commits)
-        log(f"truth measured in {time.monotonic() - started:.0f} s")
-        saved = {"commits": commits, "truth": truth}
-        started = time.monotonic()
-        args.out.mkdir(parents=True, exist_ok=True)
-        try:
-            saved |= record_history(args.work, commits, deadline, REPOSITORY, ncu_reuse=True)
-        finally:  # what the agent and the service said, also of a history that broke off
-            for name in ("agent.log", "service.log", "kernelwatch.db"):
-                if (args.work / name).exists():
-                    shutil.copy(args.work / name, args.out / name)
-        saved["history_seconds"] = time.monotonic() - started
-        (args.out / "doubt.json").write_text(json.dumps(saved, indent=1))
+        saved = record(args.work.resolve(), args.out, args.budget, args.resume)
+        if saved is None:
+            print(f"doubt_gpu: nothing to resume in {args.work} ({PROGRESS} missing)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     summary = summarize(saved)
     (args.table.parent if args.table else args.out).joinpath("summary.json").write_text(
         json.dumps(summary, indent=1)

@@ -193,6 +193,13 @@ def push(url: str, repo: Path, commit: dict[str, Any], repository: str = REPOSIT
     answer.raise_for_status()
 
 
+def pushed_before(client: httpx.Client, sha: str, repository: str = REPOSITORY) -> bool:
+    """Whether a run job of `sha` exists (an earlier call pushed it and was cut off: the agent
+    that stopped gave the job back to the queue)."""
+    jobs = client.get("/api/v1/jobs", params={"repository": repository}).json()
+    return any(j["kind"] == "run" and j["commit"] == sha for j in jobs)
+
+
 def settled(client: httpx.Client, sha: str, repository: str = REPOSITORY) -> bool:
     """No job waits or runs, the commit's verdicts are in, and no alert waits to be confirmed."""
     jobs = client.get("/api/v1/jobs", params={"repository": repository}).json()
@@ -231,9 +238,13 @@ def record_history(
     deadline: float,
     repository: str = REPOSITORY,
     ncu_reuse: bool = False,
+    earlier: dict[str, Any] | None = None,
+    agent_args: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Push each commit of the repository in `work`/repo, let the real agent measure it (and
-    confirm what it suspects)."""
+    confirm what it suspects). `earlier`: what an earlier call on the same `work` reported of
+    its commits when each settled (its "at_push"): the service and the agent go on from there
+    (the runner's token rotated), and the end reads those commits again too."""
     env = {**os.environ, "KERNELWATCH_DATABASE_URL": f"sqlite:///{work / 'kernelwatch.db'}",
            "KERNELWATCH_WEBHOOK_SECRET": SECRET, "KERNELWATCH_ADMIN_TOKEN": ADMIN,
            "KERNELWATCH_DATA_DIR": str(work / "data"), "KERNELWATCH_ALLOW_LOCAL_CLONE_URLS": "1",
@@ -243,18 +254,19 @@ def record_history(
     py = sys.executable
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    reported: dict[str, Any] = {}
-    with running([py, "-m", "service.cli", "serve", "--port", str(port)], env,
-                 work / "service.log"):  # fmt: skip
-        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"},
-                              timeout=30)  # fmt: skip
+    reported: dict[str, Any] = dict(earlier or {})
+    client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=30)
+    with client, running([py, "-m", "service.cli", "serve", "--port", str(port)], env,
+                         work / "service.log"):  # fmt: skip
         _wait(lambda: client.get("/healthz").status_code == 200, 60)
+        again = ["--rotate"] if earlier else []
         token = subprocess.run(
-            [py, "-m", "service.cli", "runner-token", "create", "h100-a", "--labels", "gpu=h100"],
-            env=env, cwd=ROOT, capture_output=True, text=True, check=True,
+            [py, "-m", "service.cli", "runner-token", "create", "h100-a", "--labels", "gpu=h100",
+             *again], env=env, cwd=ROOT, capture_output=True, text=True, check=True,
         ).stdout.strip()  # fmt: skip
         agent = [py, "-m", "runner.cli", "agent", "--server", url, "--token", token, "--poll",
-                 "0.5", "--spool", str(work / "spool"), "--cache", str(work / "cache")]  # fmt: skip
+                 "0.5", "--spool", str(work / "spool"), "--cache", str(work / "cache"),
+                 *agent_args]  # fmt: skip
         with running(agent, env, work / "agent.log"):
             longest = 0.0
             for commit in commits:
@@ -262,7 +274,8 @@ def record_history(
                     log(f"budget spent: stopping before commit {commit['index']}")
                     break
                 started = time.monotonic()
-                push(url, work / "repo", commit, repository)
+                if not (earlier and pushed_before(client, commit["sha"], repository)):
+                    push(url, work / "repo", commit, repository)  # else its job is still queued
                 try:
                     _wait(lambda c=commit: settled(client, c["sha"], repository),
                           deadline - time.monotonic())  # fmt: skip

@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import pytest
+
 from benchmarks import doubt_gpu
 from benchmarks.history_gpu import git
 
@@ -58,3 +60,15 @@ def test_the_table_times_each_alert_from_its_push_and_counts_false_two_level_ver
     assert "| 1 step | block[cols=8192,rows=8192] | +31.0% | +30.0% | regressed |" in rendered
     assert "80 s after its push" in rendered
     assert rendered.endswith("verdicts on the two-level series other than unchanged: 1")
+
+
+def test_resuming_where_no_call_left_a_history_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = doubt_gpu.main(["--out", str(tmp_path / "out"), "--resume", "--work",
+                           str(tmp_path / "nothing")])  # fmt: skip
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"doubt_gpu: nothing to resume in {tmp_path / 'nothing'} (progress.json missing)\n"
+    )
+    assert not (tmp_path / "nothing").exists()  # nothing made, nothing removed

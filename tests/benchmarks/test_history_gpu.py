@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -204,3 +205,27 @@ def test_process_offsets_shared_by_a_class_are_told_apart_from_independent_ones(
     assert shared["short"] == 100  # all of it: a state of the process
     assert shared["long"] < 50  # independent series: about a quarter
     assert float(lines["short"].split("sit ")[1].split("%")[0]) > 2.0
+
+
+def test_a_history_cut_off_goes_on_in_a_second_call_without_pushing_twice(tmp_path: Path) -> None:
+    """record_history on the CPU suite through a real serve and agent, in two calls on one work
+    folder (as two device calls): the second goes on with the first's database and runner,
+    pushes no commit whose run job exists, and reads every commit at the end."""
+    from tests.runner.gitrepo import cpu_suite_repo
+
+    _, first, second = cpu_suite_repo(tmp_path / "repo")
+    commits = [{"index": 0, "sha": first, "kind": "base"},
+               {"index": 1, "sha": second, "kind": "step"}]  # fmt: skip
+    deadline = time.monotonic() + 240
+    cpu = ("--cpu",)  # the agent takes CPU suites
+    one = history_gpu.record_history(tmp_path, commits[:1], deadline, "bench/cpu", agent_args=cpu)
+    assert list(one["at_push"]) == [first]
+    # as a call cut off after pushing commit 0 would leave it: its run job exists, so the
+    # second call waits for it instead of pushing it again
+    two = history_gpu.record_history(tmp_path, commits, deadline, "bench/cpu",
+                                     earlier=one["at_push"], agent_args=cpu)  # fmt: skip
+    assert list(two["reported"]) == [first, second]
+    runs = sorted(j["commit"] for j in two["jobs"] if j["kind"] == "run")
+    assert runs == sorted([first, second])
+    assert {j["state"] for j in two["jobs"]} == {"succeeded"}
+    assert "runner 'h100-a'" in (tmp_path / "agent.log").read_text()
