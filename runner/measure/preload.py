@@ -60,7 +60,7 @@ def named_in(root: Path) -> list[str]:
             found.update(_IMPORTS.findall(text))
             compiles = compiles or bool(_COMPILES.search(text))
             if len(found) == len(FRAMEWORKS) and compiles:
-                break
+                return _in_order(found, compiles)  # nothing more to find
     return _in_order(found, compiles)
 
 
