@@ -530,6 +530,23 @@ MUTATIONS = [
         "tests/runner/run/test_paired.py",
     ),
     (
+        "a launch that changed since the last one profiled is timed against the base instead of "
+        "alone in more processes",
+        "runner/run/pipeline.py",
+        "    alone = [w for w in short if w not in changed]",
+        "    alone = list(short)",
+        "tests/runner/run/test_paired.py::test_a_short_launch_that_changed_is_timed_against_the_"
+        "base_in_place_of_its_own_processes",
+    ),
+    (
+        "the ncu pass names the launches that changed since the last one it profiled",
+        "runner/profile/capture.py",
+        '                    self.relaunched[record.info["id"]] = why',
+        "                    pass",
+        "tests/runner/profile/test_capture.py::test_a_commit_that_changed_python_only_reuses_"
+        "every_launch_with_its_signature",
+    ),
+    (
         "a pull request's doubtful launches are timed against its merge base",
         "runner/run/paired.py",
         '        return pull.get("merge_base") or None',

@@ -227,9 +227,11 @@ def time_workload(
     compiled = compiling.result()
     chosen = choices(instance)
     held = [instance]
+    spent = {"prepare": prepare_seconds, "placements": 0.0}  # where its seconds went
     try:
         base = timers.events
         counters = watch.counters()
+        started = time.perf_counter()
         warmups = _warm_up(instance, base, timing.warmup_seconds, 3)
         capped = watch.throttled_since(counters)
         if capped:
@@ -242,6 +244,7 @@ def time_workload(
             base.sync()
             fastest = min(fastest, (time.perf_counter() - started) * 1e6)
         current = [instance]
+        spent["warm_up"] = time.perf_counter() - started
 
         def sample_with(timer: Any, during: Any = None) -> float:
             target = current[0]
@@ -260,6 +263,7 @@ def time_workload(
         rounds = 1 if capped else placements(timers, fastest)  # paced ones: dear, and long
         take = paced if capped else sample_with
         sampling = compile_time.Watch()  # Dynamo compiling now would be timed with the launch
+        started = time.perf_counter()
         watch.start()
         timer.begin()
         try:
@@ -274,8 +278,9 @@ def time_workload(
             for round_ in range(1, rounds):
                 local_memory = round_ == rounds // 2  # its second state for the second half
                 timer.end()  # the new placement's warm-up is no sample (CUPTI: not recorded)
-                placing = compile_time.Watch()
+                placing, placed_at = compile_time.Watch(), time.perf_counter()
                 fresh = relocate(w, seed, inputs, timers, held, anywhere, local_memory)
+                spent["placements"] += time.perf_counter() - placed_at
                 sampling.set_apart(placing.result())
                 timer.begin()
                 if fresh is None:
@@ -288,6 +293,7 @@ def time_workload(
         finally:
             watch.stop()
             timer.end()
+            spent["samples"] = time.perf_counter() - started - spent["placements"]
         if rounds > 1:
             reason += f"; {placed} placements x {per_round} samples"
         if recompiled := compile_time.during_sampling(sampling.result()):
@@ -319,6 +325,7 @@ def time_workload(
         **({"torch_compile": compiled} if compiled else {}),
         **({"peak_memory_bytes": peak} if peak is not None else {}),
         **({"choices": chosen} if chosen else {}),
+        "seconds": {part: round(value, 3) for part, value in spent.items()},
         **watch.result(),
     }
 

@@ -49,6 +49,9 @@ class Profiling:
         self.pattern = kernel_filter(stale) if every_one_partial else None
         self.started: NcuPass | None = None
         self.imported: list[str] | None = None  # the worktree's Python its pass imported
+        # Workload id -> what changed in its launch since the last one stored (its kernels'
+        # code, launch configuration, inputs): the run times these against its base.
+        self.relaunched: dict[str, str] = {}
         if start and self.planned:
             self.started = NcuPass(suite, len(self.planned), env, self.pattern)
 
@@ -114,6 +117,8 @@ class Profiling:
                 why = f"no launch signature: {signature['unavailable']}"
             else:
                 why = "; ".join(self.reuse.why_profiled(record.info, signature))
+                if why:
+                    self.relaunched[record.info["id"]] = why
             if why:
                 lines.append(f"{record.info['id']} ({why})")
         if lines:

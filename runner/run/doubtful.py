@@ -1,6 +1,8 @@
-"""Launches in doubt after a run's first pass (their processes sat apart), timed again apart
-from the rest of the suite: against the run's base, interleaved (runner.run.paired), where it
-has one that measures them; else alone (runner.run.wandering)."""
+"""Launches in doubt after a run's first pass, timed again apart from the rest of the suite:
+those whose processes sat apart, and those whose launch changed since the last one the runner
+profiled. Against the run's base, interleaved (runner.run.paired), where it has one that
+measures them; else a wandering launch alone (runner.run.wandering), and a changed one keeps its
+first processes (the service then confirms it in a job of its own, as before)."""
 
 from __future__ import annotations
 
@@ -18,15 +20,20 @@ def time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.W
                     progress: Progress, log: Callable[[str], None],
                     check_stop: Callable[[], None],
                     base: paired.BaseCommit | None = None,
+                    changed: dict[str, str] | None = None,
                     ) -> tuple[Side, list[str]] | None:  # fmt: skip
-    """The launches whose processes sat apart (runner.run.wandering), timed again apart from the
-    rest of the suite, the warm workers still waiting closed first: against the run's base,
-    interleaved, where it has one that measures them (runner.run.paired); else alone, in
-    wander_processes fresh processes of the head, with seeds that go on from those used. Where
-    enough of those succeed, they are the launch's timing. The base's side and its timed ids,
-    where the base timed any."""
+    """The launches in doubt, timed again apart from the rest of the suite, the warm workers
+    still waiting closed first: those whose processes sat apart (runner.run.wandering) and,
+    where the run has a base, those whose launch `changed` (id -> what changed); against the
+    base, interleaved, where it measures them (runner.run.paired); else a wandering one alone,
+    in wander_processes fresh processes of the head, with seeds that go on from those used.
+    Where enough of those succeed, they are the launch's timing. The base's side and its timed
+    ids, where the base timed any."""
     spread = wandering.wandering_launches((records[w] for w in ordered), short)
-    if not spread:
+    changed = {w: what for w, what in (changed or {}).items() if w not in spread}
+    if base is None:
+        changed = {}
+    if not spread and not changed:
         return None
     total = wandering.wander_processes(suite.timing.processes)
     apart = ", ".join(f"{wid} {sd:.1%}" for wid, sd in spread.items())
@@ -34,7 +41,7 @@ def time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.W
     against = None
     if base is not None:
         against = time_against_base(suite, records, spread, total, seeds_used, env, base,
-                                     progress, log, check_stop)  # fmt: skip
+                                     progress, log, check_stop, changed)  # fmt: skip
     timed_against = (against[0], list(against[1].values())) if against else None
     alone = {w: sd for w, sd in spread.items() if against is None or w not in against[1]}
     if not alone:
@@ -58,22 +65,30 @@ def time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
                        spread: dict[str, float], total: int, seeds_used: int,
                        env: dict[str, str], base: paired.BaseCommit, progress: Progress,
                        log: Callable[[str], None], check_stop: Callable[[], None],
+                       changed: dict[str, str] | None = None,
                        ) -> tuple[Side, dict[str, str]] | None:  # fmt: skip
-    """Doubtful launches timed interleaved with the base's build: (its side, head id -> base
-    id of those it timed), or None where it timed none (the log says why)."""
+    """Doubtful launches (`spread`: id -> sd of its processes; `changed`: id -> what changed in
+    its launch) timed interleaved with the base's build: (its side, head id -> base id of those
+    it timed), or None where it timed none (the log says why)."""
+    changed = changed or {}
+    doubted = [*spread, *(w for w in changed if w not in spread)]
     progress.stage(f"base {base.sha[:12]}: build and check")
     wanted = [{"name": records[w].info["name"], "params": records[w].info["params"]}
-              for w in spread]  # fmt: skip
+              for w in doubted]  # fmt: skip
     side = base.prepare(wanted)
-    pairs = paired.counterparts({w: records[w].info for w in spread}, side) if side else {}
+    pairs = paired.counterparts({w: records[w].info for w in doubted}, side) if side else {}
     if side is None or not pairs:
         log(f"timing: no base to time the doubtful launches against "
             f"({base.reason or f'base {base.sha[:12]} measures none of them'})")  # fmt: skip
         return None
     count = max(paired.MIN_PAIRS, total // 2)  # as many processes as the head alone would have
-    apart = ", ".join(f"{wid} {spread[wid]:.1%}" for wid in pairs)
-    log(f"timing: {len(pairs)} launches whose processes sat apart (sd {apart}) timed "
-        f"interleaved with base {base.sha[:12]}, {count} fresh processes of each, A B A B "
+    apart = [f"{w} {spread[w]:.1%}" for w in pairs if w in spread]
+    moved = [f"{w}: {changed[w]}" for w in pairs if w not in spread]
+    whose = [f"processes sat apart (sd {', '.join(apart)})"] if apart else []
+    if moved:
+        whose.append(f"launch changed since the last one measured ({'; '.join(moved)})")
+    log(f"timing: {len(pairs)} launches whose {' or whose '.join(whose)} timed interleaved with "
+        f"base {base.sha[:12]}, {count} fresh processes of each, A B A B "
         f"(${paired.PAIR_ENV})")  # fmt: skip
 
     def on_process(r: int) -> None:
@@ -83,8 +98,10 @@ def time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
     head, based = paired.interleave(suite, env, pairs, side, count, seeds_used, on_process)
     timed = {}
     for wid, bid in pairs.items():
-        found = paired.paired_timing(records[wid].timings, head[wid], based[bid], spread[wid],
-                                     base.sha)  # fmt: skip
+        first = len(records[wid].timings)
+        why = (paired.APART_WHY.format(first=first, spread=spread[wid]) if wid in spread
+               else paired.CHANGED_WHY.format(first=first, what=changed[wid]))  # fmt: skip
+        found = paired.paired_timing(head[wid], based[bid], why, base.sha)
         if found is not None:
             records[wid].timings = found[0]
             side.records[bid].timings = found[1]

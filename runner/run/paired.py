@@ -13,6 +13,15 @@ pull request. The run's document carries the base's side as `paired_base`; the s
 those series on the interleaved samples (service.evaluation.verdicts.confirmations) and queues
 no further confirmation for them. Where there is no base to time (a root commit, a base whose
 build or check fails, a launch the base lacks) the head is timed apart alone, as before.
+
+A launch whose signature changed since the last one the runner profiled (its kernels' code, their
+launch configuration or its inputs: runner.profile.capture's `relaunched`) is in doubt too, and
+the most likely of all to have moved: such a change is what a service suspects and confirms in a
+job of its own. On an H100 a graph break's run took 121 s and the confirmation job the service
+then queued another 140 s (a build and check of each side, 18 s each, and six fresh timing
+processes of 17 s), its alert confirmed 261 s after the push (benchmarks/doubt_gpu.py,
+2026-12-07). So it is timed against the base here too, in place of the extra processes a short
+launch would have had alone.
 """
 
 from __future__ import annotations
@@ -33,8 +42,15 @@ from runner.suite.load import Suite
 
 PAIR_ENV = "KERNELWATCH_PAIR_BASE"  # 0: doubtful launches are timed apart on the head alone
 PAIR_NOTE = (
-    "timed interleaved with base {base} (A B A B) in {total} fresh processes of each side (its "
-    "{first} processes among the suite's other workloads sat {spread:.1%} apart and are left out)"
+    "timed interleaved with base {base} (A B A B) in {total} fresh processes of each side ({why})"
+)
+APART_WHY = (
+    "its {first} processes among the suite's other workloads sat {spread:.1%} apart and are left "
+    "out"
+)
+CHANGED_WHY = (
+    "its launch changed since the last one measured: {what}; its {first} processes among the "
+    "suite's other workloads are left out"
 )
 MIN_PAIRS = 2  # process pairs a launch needs on both sides before they are its timing
 
@@ -141,16 +157,17 @@ def interleave(
 
 
 def paired_timing(
-    first: list[Outcome], head: list[Outcome], base: list[Outcome], spread: float, sha: str
+    head: list[Outcome], base: list[Outcome], why: str, sha: str
 ) -> tuple[list[Outcome], list[Outcome]] | None:
     """The head's and the base's timing of a doubtful launch: their interleaved processes, the
-    head's stop reasons saying so, where at least MIN_PAIRS succeeded on each side; None where
-    they did not (the head's first processes then stay its timing)."""
+    head's stop reasons saying so and why it was in doubt (`why`: APART_WHY or CHANGED_WHY),
+    where at least MIN_PAIRS succeeded on each side; None where they did not (the head's first
+    processes then stay its timing)."""
     ok_head = [o for o in head if o.status == "ok" and o.result]
     ok_base = [o for o in base if o.status == "ok" and o.result]
     if len(ok_head) < MIN_PAIRS or len(ok_base) < MIN_PAIRS:
         return None
-    note = PAIR_NOTE.format(base=sha[:12], total=len(head), first=len(first), spread=spread)
+    note = PAIR_NOTE.format(base=sha[:12], total=len(head), why=why)
     for outcome in ok_head:
         assert outcome.result is not None
         reason = outcome.result.get("stop_reason", "")

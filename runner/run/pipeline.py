@@ -40,6 +40,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +51,7 @@ from typing import Any
 
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
-from runner.measure import compile_caches, compile_time
+from runner.measure import compile_caches, compile_time, spent
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
 from runner.measure.preload import PRELOAD_ENV
 from runner.run import doubtful, paired, report
@@ -295,6 +296,7 @@ def _check_time_and_profile(
     for process in range(suite.timing.processes):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
+        started = time.monotonic()
         timed = run_phase(
             suite,
             "time",
@@ -306,33 +308,40 @@ def _check_time_and_profile(
         )
         for wid in passing:
             records[wid].timings.append(timed.outcomes[wid])
+        if went := spent.note(timed.outcomes, time.monotonic() - started):
+            log(f"timing {process + 1}/{suite.timing.processes}: {went}")
         if note := prepare_note(timed.outcomes):
             log(f"timing {process + 1}/{suite.timing.processes}: {note}")
     short = short_launches(records[wid] for wid in ordered)
+    # A launch that changed since the last one profiled is timed against the base instead of
+    # alone in more processes (runner.run.paired), where the run has a base.
+    changed = {w: what for w, what in (profiling.relaunched if profiling else {}).items()
+               if w in passing} if base is not None else {}  # fmt: skip
+    alone = [w for w in short if w not in changed]
     total = short_processes(suite)
-    if short and total > suite.timing.processes:
+    if alone and total > suite.timing.processes:
         log(
-            f"timing: {len(short)} short launches (sampled on placements in every process) timed "
+            f"timing: {len(alone)} short launches (sampled on placements in every process) timed "
             f"in {total - suite.timing.processes} more processes, {total} in all "
             f"(${SHORT_PROCESSES_ENV})"
         )
-    for process in range(suite.timing.processes, total if short else 0):
+    for process in range(suite.timing.processes, total if alone else 0):
         check_stop()
-        progress.stage(f"timing {process + 1}/{total} (short)", len(short))
+        progress.stage(f"timing {process + 1}/{total} (short)", len(alone))
         timed = run_phase(
             suite,
             "time",
-            short,
+            alone,
             env=env,
             seed=process,
             on_done=lambda wid, o: progress.advance(wid, o),
             warm=warm,
         )
-        for wid in short:
+        for wid in alone:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
     against = doubtful.time_wandering(suite, ordered, records, short,
                                       max(total, suite.timing.processes), env, warm, progress,
-                                      log, check_stop, base)  # fmt: skip
+                                      log, check_stop, base, changed)  # fmt: skip
     check_stop()
     if suite.device == "cuda" and passing:
         from runner.profile import capture as profile

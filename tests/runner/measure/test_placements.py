@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -160,6 +161,9 @@ def test_a_short_launch_is_sampled_equally_on_every_placement() -> None:
     assert w.log[w.log.index(last) - 1] == "relocate"
     # the warm-up launches are never samples: the timer is ended around them
     assert timers.events.while_active == len(samples) + sampling.ROUND_SETTLE_SAMPLES
+    # where its seconds went: the later placements' prepares apart from the samples
+    assert set(out["seconds"]) == {"prepare", "placements", "warm_up", "samples"}
+    assert all(v >= 0 for v in out["seconds"].values())
 
 
 def test_placements_differ_from_process_to_process() -> None:
@@ -377,3 +381,20 @@ def test_a_filler_of_a_random_size_on_fresh_memory() -> None:
 
     cp.empty = no_memory
     assert timers.filler(rng) is None  # the placement goes on without its offset
+
+
+class SlowToPrepare(Workload):
+    """Each prepare takes 20 ms (what Inductor's or Triton's caches cost a placement)."""
+
+    def prepare(self, seed: int) -> Instance:
+        time.sleep(0.02)
+        return super().prepare(seed)
+
+
+def test_the_seconds_of_later_placements_are_told_apart_from_the_first_prepare() -> None:
+    w = SlowToPrepare()
+    out = time_workload(w, FakeGpuTimers(w.log), "cuda_events", TIMING, 0, Watch())
+    later = sampling.SHORT_PLACEMENTS - 1
+    assert 0.02 <= out["seconds"]["prepare"] < 0.02 * 2
+    assert 0.02 * later <= out["seconds"]["placements"] < 0.02 * later + 0.2
+    assert out["seconds"]["samples"] < 0.02 * later  # the placements' prepares are not in it

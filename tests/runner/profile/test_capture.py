@@ -497,7 +497,7 @@ def test_a_commit_that_changed_python_only_reuses_every_launch_with_its_signatur
 
     calls = exporting_ncu(tmp_path, monkeypatch, export)
     repo, build = suite_repository(tmp_path)
-    runs = []
+    runs, relaunched = [], []
     for n, checksums in enumerate(({}, {}, {"adamw[c]": "d2"})):
         (repo / "workloads.py").write_text(f"N = {n}  # every workload imports this\n")
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qam",
@@ -513,7 +513,11 @@ def test_a_commit_that_changed_python_only_reuses_every_launch_with_its_signatur
         profiling.capture(recs, QUIET, lines.append, lambda: None)
         passes = [ln for ln in calls.read_text().splitlines() if "--import" not in ln]
         runs.append((recs, lines, len(passes)))
+        relaunched.append(profiling.relaunched)
     (first, _, passes_1), (second, lines_2, passes_2), (third, lines_3, passes_3) = runs
+    # What the run then times against its base: the one launch that changed, not the first
+    # commit's (nothing to compare with) nor the ones whose files alone changed.
+    assert relaunched == [{}, {}, {"adamw[c]": "the inputs"}]
     assert (passes_1, passes_2) == (1, 1)  # the second commit started no ncu pass
     assert any("of 0 workloads profiled, 4 reused (unchanged since an earlier commit, 4 of "
                "them by their launch)" in ln for ln in lines_2)  # fmt: skip

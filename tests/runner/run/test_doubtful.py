@@ -161,3 +161,65 @@ def test_a_base_that_measures_none_of_the_launches_is_named_and_times_nothing(
     ]
     assert recs["fma[n=256]"].timings == gpu_timed(100.0, 103.0)
     assert list((tmp_path / "cache" / "worktrees").iterdir()) == []
+
+
+def test_a_launch_that_changed_is_timed_against_the_base_though_its_processes_agreed(
+    head: Suite, tmp_path: Path
+) -> None:
+    """fma[n=512]'s processes agreed (0.1%), but its launch changed since the last one profiled:
+    with a base, it is timed interleaved with the base's build, and its stop reasons and the
+    log say what changed; the wandering fma[n=256] rides along in the same process pairs."""
+    repo = shutil.copytree(CPU_SUITE, tmp_path / "repo")
+    git(repo, "init", "-q", "-b", "main")
+    sha = commit_all(repo, "the base")
+    base = BaseCommit(
+        Checkouts(tmp_path / "cache"), str(repo), sha, tmp_path / "cache", lambda suite: 1
+    )
+    recs, seen, lines = records(), Seen(), []
+    changed = {"fma[n=512]": "kernel fma_cpu: its code"}
+    try:
+        with WarmWorkers(head, [("time", 9)]) as warm:
+            found = doubtful.time_wandering(head, list(recs), recs, [], 5, {}, warm, seen,
+                                            lines.append, lambda: None, base, changed)  # fmt: skip
+    finally:
+        base.close()
+    assert found is not None
+    side, timed = found
+    assert sorted(timed) == sorted(side.records)  # the base's records of both launches
+    assert lines == [
+        f"timing: 2 launches whose processes sat apart (sd fma[n=256] 2.1%) or whose launch "
+        f"changed since the last one measured (fma[n=512]: kernel fma_cpu: its code) timed "
+        f"interleaved with base {sha[:12]}, 2 fresh processes of each, A B A B "
+        f"($KERNELWATCH_PAIR_BASE)"
+    ]
+    for wid, why in (
+        ("fma[n=512]", "its launch changed since the last one measured: kernel fma_cpu: its "
+         "code; its 2 processes among the suite's other workloads are left out"),
+        ("fma[n=256]", "its 2 processes among the suite's other workloads sat 2.1% apart and "
+         "are left out"),
+    ):  # fmt: skip
+        again = recs[wid].timings
+        assert len(again) == 2 and all(o.status == "ok" and o.result for o in again)
+        for outcome in again:
+            assert outcome.result is not None
+            assert outcome.result["stop_reason"].startswith(
+                f"timed interleaved with base {sha[:12]} (A B A B) in 2 fresh processes of each "
+                f"side ({why}): "
+            ), outcome.result["stop_reason"]
+
+
+def test_without_a_base_a_changed_launch_keeps_its_first_processes(head: Suite) -> None:
+    """A root commit (no base): the change is no doubt the runner can settle; nothing is timed
+    again and the warm workers stay."""
+    recs, lines = records(), []
+    changed = {"fma[n=512]": "kernel fma_cpu: its code"}
+    with WarmWorkers(head, [("time", 9)]) as warm:
+        assert doubtful.time_wandering(head, list(recs), recs, ["fma[n=256]"], 5, {}, warm,
+                                       Seen(), lines.append, lambda: None, None,
+                                       changed) is None  # fmt: skip
+        taken = warm.take("time", 9)
+        assert taken is not None
+        proc, config = taken
+        proc.communicate(timeout=30)
+        Path(config).unlink()
+    assert lines == [] and recs["fma[n=512]"].timings == gpu_timed(100.0, 100.1)

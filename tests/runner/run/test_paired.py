@@ -10,12 +10,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from runner.measure.phase import Outcome
+from runner.measure.phase import Outcome, WarmWorkers, run_phase
 from runner.run import doubtful, paired, pipeline
-from runner.run.paired import MIN_PAIRS, PAIR_ENV, base_revision, paired_timing
+from runner.run.paired import APART_WHY, MIN_PAIRS, PAIR_ENV, base_revision, paired_timing
 from runner.run.pipeline import RunRequest, execute
+from runner.run.progress import Progress
+from runner.run.report import WorkloadRecord
 from runner.run.wandering import WANDER_PROCESSES_ENV
-from runner.suite.checkout import CommitInfo
+from runner.suite.checkout import Checkouts, CommitInfo
+from runner.suite.load import load_suite
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import commit_all, cpu_suite_repo
 
@@ -39,14 +42,15 @@ def test_pairs_are_its_timing_only_where_both_sides_have_enough() -> None:
     first = [ok(100.0), ok(104.0), ok(100.1)]
     head = [ok(101.0), ok(101.2), Outcome("crashed")]
     base = [ok(100.0), ok(100.1), ok(100.2)]
-    found = paired_timing(first, head, base, 0.02, "b" * 40)
+    why = APART_WHY.format(first=len(first), spread=0.02)
+    found = paired_timing(head, base, why, "b" * 40)
     assert found is not None and found == (head, base)
     assert head[0].result is not None and head[0].result["stop_reason"].startswith(
         f"timed interleaved with base {'b' * 12} (A B A B) in 3 fresh processes of each side "
         "(its 3 processes among the suite's other workloads sat 2.0% apart and are left out)"
     )
     assert MIN_PAIRS == 2
-    assert paired_timing(first, head, [ok(1.0), Outcome("crashed")], 0.02, "b" * 40) is None
+    assert paired_timing(head, [ok(1.0), Outcome("crashed")], why, "b" * 40) is None
 
 
 def _gpu_like(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[str]]]:
@@ -146,3 +150,81 @@ def test_a_base_whose_suite_cannot_load_leaves_the_head_timed_alone(
     assert f"base {broken[:12]} could not be prepared" in doc["log_tail"], doc["log_tail"]
     wander = next(w["timing"] for w in doc["workloads"] if w["name"] == "wander")
     assert len(wander["processes"]) == 6
+
+
+class _Profiled:
+    """What the ncu pass leaves for timing (it needs a GPU; runner.profile.capture.Profiling):
+    the launches whose signature changed since the last one profiled."""
+
+    def __init__(self, relaunched: dict[str, str]) -> None:
+        self.relaunched = relaunched
+
+    def capture(self, *args: object) -> None:
+        pass
+
+
+def _short_and_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, relaunched: dict[str, str]
+) -> tuple[list[tuple[str, int, list[str]]], list[str], str, Any]:
+    """fma[n=512] of the CPU suite's second commit as a short GPU launch (sampled on four
+    placements in every process), checked and timed by the pipeline's own phases."""
+    timed = _gpu_like(monkeypatch)
+    inner = pipeline.run_phase
+
+    def short_phase(suite: Any, mode: str, ids: list[str], **kw: Any) -> Any:
+        phase = inner(suite, mode, ids, **kw)
+        for outcome in phase.outcomes.values():
+            if mode == "time" and outcome.result:
+                outcome.result["placements"] = 4
+        return phase
+
+    for module in (pipeline, doubtful, paired):
+        monkeypatch.setattr(module, "run_phase", short_phase)
+    repo, first, _ = cpu_suite_repo(tmp_path / "repo")
+    suite = load_suite(repo)
+    infos = [w for w in run_phase(suite, "list", []).listing if w["id"] == "fma[n=512]"]
+    records = {w["id"]: WorkloadRecord(info=w) for w in infos}
+    base = paired.BaseCommit(
+        Checkouts(tmp_path / "c"), str(repo), first, tmp_path / "c", lambda s: 1
+    )
+    lines: list[str] = []
+    try:
+        with WarmWorkers(suite, []) as warm:
+            pipeline._check_time_and_profile(suite, infos, records, {}, warm,
+                                             _Profiled(relaunched), Progress(),
+                                             lines.append, lambda: None, base)  # fmt: skip
+    finally:
+        base.close()
+    timed[:] = [(tree == repo.name, seed, ids) for tree, seed, ids in timed]
+    return timed, lines, first, records["fma[n=512]"]
+
+
+def test_a_short_launch_that_changed_is_timed_against_the_base_in_place_of_its_own_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its three processes among the suite, then no short processes of the head alone (seeds 3
+    to 5) but three process pairs against the parent, base then head (seeds 6 to 8): those are
+    its timing."""
+    timed, lines, first, record = _short_and_changed(
+        tmp_path, monkeypatch, {"fma[n=512]": "kernel fma_cpu: its code"}
+    )
+    head = [(True, seed, ["fma[n=512]"]) for seed in (0, 1, 2)]
+    pairs = [(side, seed, ["fma[n=512]"]) for seed in (6, 7, 8) for side in (False, True)]
+    assert timed == head + pairs, timed
+    assert not any("short launches" in line for line in lines), lines
+    said = (
+        "launch changed since the last one measured (fma[n=512]: kernel fma_cpu: its code) "
+        f"timed interleaved with base {first[:12]}"
+    )
+    assert any(said in line for line in lines), lines
+    assert len(record.timings) == 3
+    assert all(f"with base {first[:12]}" in o.result["stop_reason"] for o in record.timings)
+
+
+def test_a_short_launch_that_did_not_change_gets_its_own_processes_and_no_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timed, lines, _, record = _short_and_changed(tmp_path, monkeypatch, {})
+    assert timed == [(True, seed, ["fma[n=512]"]) for seed in range(6)], timed
+    assert any("1 short launches" in line for line in lines), lines
+    assert len(record.timings) == 6
