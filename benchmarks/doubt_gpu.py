@@ -26,14 +26,12 @@ not `unchanged`.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import itertools
 import json
 import os
 import shutil
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,14 +39,17 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import device_history  # noqa: E402
 from benchmarks.history_gpu import (  # noqa: E402
-    _load,
     git,
-    log,
-    record_history,
     reported_by_series,
 )
-from benchmarks.history_truth import alternated, in_processes, mean_over_processes  # noqa: E402
+from benchmarks.history_truth import (  # noqa: E402
+    EventTimer,
+    alternated,
+    in_processes,
+    mean_over_processes,
+)
 
 SUITE = ROOT / "benchmarks" / "doubt_suite"
 REPOSITORY = "bench/doubt"
@@ -95,8 +96,7 @@ def truth_one(spec: dict[str, Any]) -> dict[str, Any]:
     """In this process: each pair's two blocks compiled and timed interleaved, L2 flushed."""
     import torch
 
-    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    timer = EventTimer(torch)
     g = torch.Generator().manual_seed(1)
     x = torch.randn(8192, 8192, generator=g).cuda()
     r = torch.randn(8192, 8192, generator=g).cuda()
@@ -107,12 +107,7 @@ def truth_one(spec: dict[str, Any]) -> dict[str, Any]:
                     for side in ("base", "head")}  # fmt: skip
 
         def sample(side: str, compiled: dict[str, Any] = compiled) -> float:
-            flush.zero_()
-            start.record()
-            compiled[side](x, r, gain)
-            end.record()
-            end.synchronize()
-            return start.elapsed_time(end) * 1e3
+            return timer(lambda: compiled[side](x, r, gain))
 
         out[pair] = {SERIES[0]: alternated(sample, WARMUP, ROUNDS, SAMPLES)}
     return out
@@ -202,76 +197,9 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-PROGRESS = "progress.json"  # in --work: the commits, the truth, what each settled commit said
-
-
-def record(work: Path, out: Path, budget: float, resume: bool) -> dict[str, Any] | None:
-    """The history (or, with `resume`, its commits an earlier call did not reach, from `work`
-    as that call left it: its repository, truth, service database and runner cache); None
-    where there is nothing to resume."""
-    deadline = time.monotonic() + budget
-    if resume:
-        if not (work / PROGRESS).exists():
-            return None
-        saved = json.loads((work / PROGRESS).read_text())
-        earlier = saved.get("at_push", {})
-        left = [c for c in saved["commits"] if c["sha"] not in earlier]
-        log(f"resuming at commit {left[0]['index'] if left else '-'}: "
-            f"{len(earlier)} of {len(saved['commits'])} settled before")  # fmt: skip
-    else:
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        commits = make_repository(work / "repo")
-        started = time.monotonic()
-        truth = measure_truth(work, commits)
-        log(f"truth measured in {time.monotonic() - started:.0f} s")
-        saved, earlier, left = {"commits": commits, "truth": truth}, {}, commits
-    started = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
-    try:
-        saved |= record_history(work, left, deadline, REPOSITORY, ncu_reuse=True,
-                                earlier=earlier)  # fmt: skip
-    finally:  # what the agent and the service said, also of a history that broke off
-        for name in ("agent.log", "service.log", "kernelwatch.db"):
-            if (work / name).exists():
-                shutil.copy(work / name, out / name)
-    saved["history_seconds"] = saved.get("history_seconds", 0.0) + time.monotonic() - started
-    (work / PROGRESS).write_text(json.dumps(saved, indent=1))
-    (out / "doubt.json").write_text(json.dumps(saved, indent=1))
-    return saved
-
-
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--truth-one"]:  # one process of the truth: SPEC PART --one
-        spec, part = Path(argv[1]), Path(argv[2])
-        part.write_text(json.dumps(truth_one(json.loads(spec.read_text()))))
-        return 0
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--out", type=Path, help="record on this GPU host; results go here")
-    what.add_argument("--table", type=Path, help="print the table of a saved doubt.json")
-    p.add_argument("--budget", type=float, default=540.0, help="wall seconds for it all")
-    p.add_argument("--work", type=Path, default=Path("/tmp/kw-doubt"))
-    p.add_argument("--resume", action="store_true",
-                   help="go on with the history an earlier --out left in --work")  # fmt: skip
-    args = p.parse_args(argv)
-    if args.resume and not args.out:
-        p.error("--resume goes with --out")
-    if args.table:
-        saved = _load(args.table)
-    else:
-        saved = record(args.work.resolve(), args.out, args.budget, args.resume)
-        if saved is None:
-            print(f"doubt_gpu: nothing to resume in {args.work} ({PROGRESS} missing)",
-                  file=sys.stderr)  # fmt: skip
-            return 2
-    summary = summarize(saved)
-    (args.table.parent if args.table else args.out).joinpath("summary.json").write_text(
-        json.dumps(summary, indent=1)
-    )
-    print(render(summary))
-    return 0
+    here = device_history.script(sys.modules[__name__], "doubt.json", Path("/tmp/kw-doubt"))
+    return device_history.main(here, argv)
 
 
 if __name__ == "__main__":

@@ -176,6 +176,24 @@ def _interleaved(
     return {"base_us": b, "head_us": h, "change": h / b - 1, **taken}
 
 
+class EventTimer:
+    """One launch timed by CUDA events on the default stream, the L2 flushed before it, in us
+    (torch's; GPU host only)."""
+
+    def __init__(self, torch: Any, flush_bytes: int = 1 << 30) -> None:
+        self.flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def __call__(self, launch: Any) -> float:
+        self.flush.zero_()
+        self.start.record()
+        launch()
+        self.end.record()
+        self.end.synchronize()
+        return self.start.elapsed_time(self.end) * 1e3
+
+
 def alternated(sample: Any, warmup: int, rounds: int, samples: int) -> dict[str, float]:
     """`sample("base")` and `sample("head")` warmed up, then taken A B / B A round after round:
     the interquartile means of each side (us) and the change between them."""

@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         fixed = index.get(a.get("fixed_by_commit") or "", "-")
         print(
             f"  alert {a['id']} at commit {index.get(a['commit'], '?')}: {a['state']}, fixed by "
-            f"{fixed}, bisect {a.get('bisect', {}).get('first_bad_commit') or '-'}"
+            f"{fixed}, bisect {a.get('first_bad_commit') or '-'}"
         )
 
 

@@ -229,3 +229,32 @@ def test_a_history_cut_off_goes_on_in_a_second_call_without_pushing_twice(tmp_pa
     assert runs == sorted([first, second])
     assert {j["state"] for j in two["jobs"]} == {"succeeded"}
     assert "runner 'h100-a'" in (tmp_path / "agent.log").read_text()
+
+
+def test_a_commit_pushed_with_the_next_is_one_push_and_the_slowdown_is_bisected_to_its_commit(
+    tmp_path: Path,
+) -> None:
+    """record_history on the CPU suite through a real serve and agent: a README commit and a
+    slower one pushed together (`with_next`) make one push, so one run job, at the head; the
+    service finds the slowdown there and bisects it to the slower commit, not the README one."""
+    from tests.runner.gitrepo import CPU_SUITE, commit_all, git
+
+    repo = shutil.copytree(CPU_SUITE, tmp_path / "repo")
+    git(repo, "init", "-q", "-b", "main")
+    shas = [commit_all(repo, "cpu suite")]
+    (repo / "README.md").write_text("Notes that change no kernel.\n")
+    shas.append(commit_all(repo, "notes"))
+    source = (repo / "cpu_kernels.py").read_text()
+    (repo / "cpu_kernels.py").write_text(source.replace("REPEAT = 1", "REPEAT = 4"))
+    shas.append(commit_all(repo, "repeat the work 4x"))
+    kinds = ("base", "innocent", "step")
+    commits = [{"index": i, "sha": sha, "kind": kinds[i], "with_next": i == 1}
+               for i, sha in enumerate(shas)]  # fmt: skip
+    found = history_gpu.record_history(tmp_path, commits, time.monotonic() + 400, "bench/cpu",
+                                       agent_args=("--cpu",))  # fmt: skip
+    runs = [j["commit"] for j in found["jobs"] if j["kind"] == "run"]
+    assert sorted(runs) == sorted([shas[0], shas[2]])  # the README commit was no push of its own
+    assert list(found["seconds"]) == [shas[0][:12], shas[2][:12]]
+    opened = [a for a in found["alerts"] if a["commit"] == shas[2] and a["state"] == "open"]
+    assert opened
+    assert {a["first_bad_commit"] for a in opened} == {shas[2]}, opened
