@@ -30,9 +30,8 @@ def time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.W
     Where enough of those succeed, they are the launch's timing. The base's side and its timed
     ids, where the base timed any."""
     spread = wandering.wandering_launches((records[w] for w in ordered), short)
-    changed = {w: what for w, what in (changed or {}).items() if w not in spread}
-    if base is None:
-        changed = {}
+    # A change is doubt only a base can settle: without one its first processes stand.
+    changed = {} if base is None else {w: c for w, c in (changed or {}).items() if w not in spread}
     if not spread and not changed:
         return None
     total = wandering.wander_processes(suite.timing.processes)

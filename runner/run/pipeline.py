@@ -315,8 +315,8 @@ def _check_time_and_profile(
     short = short_launches(records[wid] for wid in ordered)
     # A launch that changed since the last one profiled is timed against the base instead of
     # alone in more processes (runner.run.paired), where the run has a base.
-    changed = {w: what for w, what in (profiling.relaunched if profiling else {}).items()
-               if w in passing} if base is not None else {}  # fmt: skip
+    relaunched = profiling.relaunched if profiling is not None and base is not None else {}
+    changed = {w: what for w, what in relaunched.items() if w in passing}
     alone = [w for w in short if w not in changed]
     total = short_processes(suite)
     if alone and total > suite.timing.processes:
