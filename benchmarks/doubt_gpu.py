@@ -190,7 +190,7 @@ def render(summary: dict[str, Any]) -> str:
     for a in summary["alerts"]:
         after = a["seconds_after_push"]
         lines.append(f"alert {a['id']} ({a['series']} at commit {a['commit']}): {a['state']}, "
-                     f"{'-' if after is None else f'{after:.0f} s'} after its push, by "
+                     f"{'-' if after is None else f'{after:.1f} s'} after its push, by "
                      f"{a['by']}: {a['note']}")  # fmt: skip
     lines.append(f"verdicts on the two-level series other than unchanged: "
                  f"{len(summary['false_two_level'])}")  # fmt: skip

@@ -531,12 +531,51 @@ MUTATIONS = [
     ),
     (
         "a launch that changed since the last one profiled is timed against the base instead of "
-        "alone in more processes",
+        "in the suite's processes and alone in more",
         "runner/run/pipeline.py",
-        "    alone = [w for w in short if w not in changed]",
-        "    alone = list(short)",
+        "    ordered = timing_order([w for w in passing if w not in changed],",
+        "    ordered = timing_order(list(passing),",
         "tests/runner/run/test_paired.py::test_a_short_launch_that_changed_is_timed_against_the_"
         "base_in_place_of_its_own_processes",
+    ),
+    (
+        "a changed launch that no base measures is timed alone in fresh processes",
+        "runner/run/doubtful.py",
+        "    if untimed:\n",
+        "    if False:\n",
+        "tests/runner/run/test_doubtful.py::test_a_changed_launch_no_base_measures_is_timed_alone_"
+        "in_fresh_processes",
+    ),
+    (
+        "the pairs' processes are started ahead, with no CUDA context",
+        "runner/run/paired.py",
+        '    return WarmWorkers(suite, [("time", seed) for seed in seeds], env, context=False)',
+        '    return WarmWorkers(suite, [("time", seed) for seed in seeds], env)',
+        "tests/runner/run/test_doubtful.py::test_the_pairs_processes_are_started_ahead_with_no_"
+        "context_and_none_is_left_waiting",
+    ),
+    (
+        "the workers keep Python's bytecode in the runner's cache",
+        "runner/suite/bytecode.py",
+        "    env = {PREFIX_ENV: str(folder(cache_dir))}",
+        "    env: dict[str, str] = {}",
+        "tests/runner/suite/test_bytecode.py",
+    ),
+    (
+        "a removed worktree takes its bytecode with it",
+        "runner/suite/checkout.py",
+        "        forget(self.cache_dir, path)  # its workers' bytecode (runner.suite.bytecode)",
+        "        pass",
+        "tests/runner/suite/test_bytecode.py::test_a_runs_workers_write_their_bytecode_in_the_"
+        "cache_and_its_worktree_takes_its_own_away",
+    ),
+    (
+        "a worker started ahead with no context makes none while it waits",
+        "runner/worker/process.py",
+        '    if config["device"] == "cuda" and context:',
+        '    if config["device"] == "cuda":',
+        "tests/runner/worker/test_process.py::test_a_worker_started_without_a_context_makes_none_"
+        "until_its_ids_come",
     ),
     (
         "the ncu pass names the launches that changed since the last one it profiled",

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 ADMIN_TOKEN = "test-admin-token"
 POSTGRES_ENV = "KERNELWATCH_TEST_POSTGRES_URL"
 
+# The runner's workers keep Python's bytecode in the runner's cache (runner.suite.bytecode),
+# which is a fresh folder in most tests: one folder for the whole session stands for a host's
+# lasting cache, so that no test's workers compile NumPy's and the runner's modules again.
+os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
+    os.environ.get("TMPDIR", "/tmp"), f"kernelwatch-test-bytecode-{os.getuid()}"))  # fmt: skip
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = _gpu_missing_reason()

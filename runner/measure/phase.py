@@ -62,6 +62,13 @@ def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any
     }
 
 
+WARM_ENV = "KERNELWATCH_WARM_WORKERS"  # 0: every worker starts when its phase does
+
+
+def warm_enabled() -> bool:
+    return os.environ.get(WARM_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
+
+
 PRELOADS = ("check", "time")  # the modes whose waiting workers import the suite's frameworks
 
 
@@ -71,14 +78,22 @@ class WarmWorkers:
     `take` gives one that is still alive; `close` ends those never taken."""
 
     def __init__(
-        self, suite: Suite, wanted: list[tuple[str, int]], env: dict[str, str] | None = None
+        self,
+        suite: Suite,
+        wanted: list[tuple[str, int]],
+        env: dict[str, str] | None = None,
+        *,
+        context: bool = True,
     ) -> None:
+        """`context=False`: the workers import the frameworks and wait with no CUDA context
+        and nothing of the GPU's, which each makes once its ids come: for processes that must
+        time as fresh ones do (runner.run.paired), while one before them is timing."""
         self.lock = threading.Lock()
         self.waiting: dict[tuple[str, int], list[tuple[subprocess.Popen, str]]] = {}
         # A process's first prepare paid for `import torch` (runner.measure.preload).
         self.preload = preload_for(suite.root) if any(m in PRELOADS for m, _ in wanted) else []
         for mode, seed in wanted:
-            config = {**_config(suite, mode, [], seed), "wait": True}
+            config = {**_config(suite, mode, [], seed), "wait": True, "context": context}
             if mode in PRELOADS and self.preload:
                 config["preload"] = self.preload
             proc, path = _spawn(suite, config, env, stdin=subprocess.PIPE)

@@ -40,11 +40,15 @@ def prepare(
     cache: Path,
     wanted: list[dict[str, Any]],
     check_workers: Callable[[Suite], int],
+    on_loaded: Callable[[Suite, dict[str, str]], None] | None = None,
 ) -> Side:
     """The side of `commit` (checked out in `tree`): built, its workloads among `wanted`
-    ({"name", "params"}) listed and checked in `check_workers(suite)` processes."""
+    ({"name", "params"}) listed and checked in `check_workers(suite)` processes. `on_loaded`
+    hears its suite and environment before the build (to start its timing workers ahead)."""
     suite = load_suite(tree)
     env = build_env(build_dir, cache)
+    if on_loaded is not None:
+        on_loaded(suite, env)
     build = run_build(suite, build_dir, env)
     listing = run_phase(suite, "list", [], env=env)
     infos = (

@@ -6,6 +6,7 @@ first processes (the service then confirms it in a job of its own, as before).""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
@@ -43,21 +44,43 @@ def time_wandering(suite: Suite, ordered: list[str], records: dict[str, report.W
                                      progress, log, check_stop, changed)  # fmt: skip
     timed_against = (against[0], list(against[1].values())) if against else None
     alone = {w: sd for w, sd in spread.items() if against is None or w not in against[1]}
+    # A changed launch was left out of the suite's processes for its pairs: with none, it is
+    # timed here, alone, as a wandering one is.
+    untimed = [w for w in changed if against is None or w not in against[1]]
+    if untimed:
+        log(
+            f"timing: {len(untimed)} launches that changed since the last one measured timed in "
+            f"{total} fresh processes of their own, with no base to time them against"
+        )
+        _alone(suite, untimed, total, seeds_used, env, progress, check_stop, records, "changed")
     if not alone:
         return timed_against
     log(f"timing: {len(alone)} launches whose processes sat apart (sd {apart}) timed again in "
         f"{total} fresh processes of their own (${wandering.WANDER_PROCESSES_ENV})")  # fmt: skip
-    again: dict[str, list[Outcome]] = {wid: [] for wid in alone}
-    for r in range(total):
-        check_stop()
-        progress.stage(f"timing {r + 1}/{total} (processes apart)", len(alone))
-        timed = run_phase(suite, "time", list(alone), env=env, seed=seeds_used + r,
-                          on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
-        for wid in alone:
-            again[wid].append(timed.outcomes[wid])
+    again = _alone(suite, list(alone), total, seeds_used, env, progress, check_stop)
     for wid, outcomes in again.items():
         records[wid].timings = wandering.timed_apart(records[wid].timings, outcomes, alone[wid])
     return timed_against
+
+
+def _alone(suite: Suite, ids: list[str], total: int, seeds_used: int, env: dict[str, str],
+           progress: Progress, check_stop: Callable[[], None],
+           records: dict[str, report.WorkloadRecord] | None = None, what: str = "processes apart",
+           ) -> dict[str, list[Outcome]]:  # fmt: skip
+    """`ids` timed in `total` fresh processes of their own; their outcomes (and, given
+    `records`, their timing)."""
+    again: dict[str, list[Outcome]] = {wid: [] for wid in ids}
+    for r in range(total):
+        check_stop()
+        progress.stage(f"timing {r + 1}/{total} ({what})", len(ids))
+        timed = run_phase(suite, "time", ids, env=env, seed=seeds_used + r,
+                          on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
+        for wid in ids:
+            again[wid].append(timed.outcomes[wid])
+    if records is not None:
+        for wid, outcomes in again.items():
+            records[wid].timings = outcomes
+    return again
 
 
 def time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
@@ -71,16 +94,34 @@ def time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
     it timed), or None where it timed none (the log says why)."""
     changed = changed or {}
     doubted = [*spread, *(w for w in changed if w not in spread)]
-    progress.stage(f"base {base.sha[:12]}: build and check")
-    wanted = [{"name": records[w].info["name"], "params": records[w].info["params"]}
-              for w in doubted]  # fmt: skip
-    side = base.prepare(wanted)
-    pairs = paired.counterparts({w: records[w].info for w in doubted}, side) if side else {}
-    if side is None or not pairs:
-        log(f"timing: no base to time the doubtful launches against "
-            f"({base.reason or f'base {base.sha[:12]} measures none of them'})")  # fmt: skip
-        return None
     count = max(paired.MIN_PAIRS, total // 2)  # as many processes as the head alone would have
+    seeds = [seeds_used + r for r in range(count)]
+    with contextlib.ExitStack() as stack:
+        warm = paired.ahead(suite, seeds, env)  # importing while the base builds and checks
+        if warm is not None:
+            stack.enter_context(warm)
+        progress.stage(f"base {base.sha[:12]}: build and check")
+        wanted = [{"name": records[w].info["name"], "params": records[w].info["params"]}
+                  for w in doubted]  # fmt: skip
+        side = base.prepare(wanted, seeds)
+        if base.warm is not None:  # the base's, never left waiting after its pairs
+            stack.enter_context(base.warm)
+        pairs = paired.counterparts({w: records[w].info for w in doubted}, side) if side else {}
+        if side is None or not pairs:
+            log(f"timing: no base to time the doubtful launches against "
+                f"({base.reason or f'base {base.sha[:12]} measures none of them'})")  # fmt: skip
+            return None
+        return _pairs(suite, records, spread, changed, env, base, side, pairs, seeds, progress,
+                      log, check_stop, (base.warm, warm))  # fmt: skip
+
+
+def _pairs(suite: Suite, records: dict[str, report.WorkloadRecord], spread: dict[str, float],
+           changed: dict[str, str], env: dict[str, str], base: paired.BaseCommit, side: Side,
+           pairs: dict[str, str], seeds: list[int], progress: Progress,
+           log: Callable[[str], None], check_stop: Callable[[], None],
+           warm: tuple[WarmWorkers | None, WarmWorkers | None],
+           ) -> tuple[Side, dict[str, str]] | None:  # fmt: skip
+    count = len(seeds)
     apart = [f"{w} {spread[w]:.1%}" for w in pairs if w in spread]
     moved = [f"{w}: {changed[w]}" for w in pairs if w not in spread]
     whose = [f"processes sat apart (sd {', '.join(apart)})"] if apart else []
@@ -94,12 +135,13 @@ def time_against_base(suite: Suite, records: dict[str, report.WorkloadRecord],
         check_stop()
         progress.stage(f"timing {r + 1}/{count} (against base {base.sha[:12]})", len(pairs))
 
-    head, based = paired.interleave(suite, env, pairs, side, count, seeds_used, on_process)
+    head, based = paired.interleave(suite, env, pairs, side, count, seeds[0], on_process, log,
+                                    warm)  # fmt: skip
     timed = {}
     for wid, bid in pairs.items():
         first = len(records[wid].timings)
         why = (paired.APART_WHY.format(first=first, spread=spread[wid]) if wid in spread
-               else paired.CHANGED_WHY.format(first=first, what=changed[wid]))  # fmt: skip
+               else paired.CHANGED_WHY.format(what=changed[wid]))  # fmt: skip
         found = paired.paired_timing(head[wid], based[bid], why, base.sha)
         if found is not None:
             records[wid].timings = found[0]

@@ -20,8 +20,10 @@ the most likely of all to have moved: such a change is what a service suspects a
 job of its own. On an H100 a graph break's run took 121 s and the confirmation job the service
 then queued another 140 s (a build and check of each side, 18 s each, and six fresh timing
 processes of 17 s), its alert confirmed 261 s after the push (benchmarks/doubt_gpu.py,
-2026-12-07). So it is timed against the base here too, in place of the extra processes a short
-launch would have had alone.
+2026-12-07). So it is timed against the base here too, in place of its processes among the
+suite's other workloads and the extra ones a short launch would have had alone (the ncu pass
+tells the change before the first of those); where no base measures it, it is timed alone in
+fresh processes of its own.
 """
 
 from __future__ import annotations
@@ -29,13 +31,15 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.measure.phase import Outcome, run_phase
+from runner.measure import spent
+from runner.measure.phase import Outcome, WarmWorkers, run_phase, warm_enabled
 from runner.run.base_side import Side, prepare
 from runner.suite.checkout import CheckoutError, Checkouts, CommitInfo
 from runner.suite.load import Suite
@@ -48,10 +52,7 @@ APART_WHY = (
     "its {first} processes among the suite's other workloads sat {spread:.1%} apart and are left "
     "out"
 )
-CHANGED_WHY = (
-    "its launch changed since the last one measured: {what}; its {first} processes among the "
-    "suite's other workloads are left out"
-)
+CHANGED_WHY = "its launch changed since the last one measured: {what}"
 MIN_PAIRS = 2  # process pairs a launch needs on both sides before they are its timing
 
 
@@ -80,10 +81,15 @@ class BaseCommit:
     _build: Any = None
     _clone: Path | None = None
     reason: str = field(default="")  # why it could not be timed, where it could not
+    warm: WarmWorkers | None = None  # its timing workers, started ahead (`ahead`)
 
-    def prepare(self, wanted: list[dict[str, Any]]) -> Side | None:
+    def prepare(self, wanted: list[dict[str, Any]], seeds: list[int] | None = None) -> Side | None:
         """The base side, its workloads among `wanted`; None (and `reason`) where it cannot
-        be checked out or built."""
+        be checked out or built. Its timing workers for `seeds` start ahead (`warm`)."""
+
+        def loaded(suite: Suite, env: dict[str, str]) -> None:
+            self.warm = ahead(suite, seeds or [], env)
+
         try:
             self._clone = self.checkouts.clone_for(self.source)
             tree, commit = self.checkouts.worktree(
@@ -95,9 +101,8 @@ class BaseCommit:
         self._tree = tree
         self._build = tempfile.TemporaryDirectory(prefix="kw-base-")
         try:
-            side = prepare(
-                tree, commit, Path(self._build.name), self.cache_dir, wanted, self.check_workers
-            )
+            side = prepare(tree, commit, Path(self._build.name), self.cache_dir, wanted,
+                           self.check_workers, loaded)  # fmt: skip
         except Exception as exc:  # a base that no longer loads is no reason to lose the run
             self.reason = f"base {self.sha[:12]} could not be prepared: {exc}"
             return None
@@ -107,6 +112,9 @@ class BaseCommit:
         return side
 
     def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
+            self.warm = None
         if self._tree is not None and self._clone is not None:
             self.checkouts.remove(self._clone, self._tree)
             self._tree = None
@@ -114,6 +122,18 @@ class BaseCommit:
             with contextlib.suppress(OSError):
                 self._build.cleanup()
             self._build = None
+
+
+def ahead(suite: Suite, seeds: list[int], env: dict[str, str]) -> WarmWorkers | None:
+    """Timing workers of `suite` for `seeds`, started now to import the suite's frameworks
+    while the base builds and checks and the pairs before theirs are timed: a fresh process's
+    `import torch` and the compiler's modules took seconds of each (runner.measure.preload).
+    They wait with no CUDA context, nothing of the GPU's held beside the process at work
+    (runner.run.wandering: a launch timed with warm workers beside it wandered where alone it
+    did not), and both sides have theirs alike. None with $KERNELWATCH_WARM_WORKERS=0."""
+    if not seeds or not warm_enabled():
+        return None
+    return WarmWorkers(suite, [("time", seed) for seed in seeds], env, context=False)
 
 
 def counterparts(head_infos: dict[str, dict[str, Any]], base: Side) -> dict[str, str]:
@@ -140,19 +160,26 @@ def interleave(
     total: int,
     first_seed: int,
     on_process: Callable[[int], None],
+    log: Callable[[str], None] | None = None,
+    warm: tuple[WarmWorkers | None, WarmWorkers | None] = (None, None),
 ) -> tuple[dict[str, list[Outcome]], dict[str, list[Outcome]]]:
     """`total` process pairs, base then head, each timing only the `pairs` (head id -> base
-    id), with the same seed on both sides; the outcomes by head id and by base id."""
+    id), with the same seed on both sides; the outcomes by head id and by base id. `warm`: the
+    base's and the head's workers started `ahead`, where there are; `log` hears where each
+    process's seconds went (runner.measure.spent)."""
     head: dict[str, list[Outcome]] = {wid: [] for wid in pairs}
     based: dict[str, list[Outcome]] = {bid: [] for bid in pairs.values()}
     for r in range(total):
         on_process(r)
-        timed = run_phase(base.suite, "time", list(based), env=base.env, seed=first_seed + r)
-        for bid in based:
-            based[bid].append(timed.outcomes[bid])
-        timed = run_phase(head_suite, "time", list(head), env=head_env, seed=first_seed + r)
-        for wid in head:
-            head[wid].append(timed.outcomes[wid])
+        sides = (("base", base.suite, base.env, based, warm[0]),
+                 ("head", head_suite, head_env, head, warm[1]))  # fmt: skip
+        for side, suite, env, out, ready in sides:
+            started = time.monotonic()
+            timed = run_phase(suite, "time", list(out), env=env, seed=first_seed + r, warm=ready)
+            for wid in out:
+                out[wid].append(timed.outcomes[wid])
+            if log is not None and (went := spent.note(timed.outcomes, time.monotonic() - started)):
+                log(f"timing {r + 1}/{total} against the base, {side}: {went}")
     return head, based
 
 

@@ -52,7 +52,7 @@ from typing import Any
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
 from runner.measure import compile_caches, compile_time, spent
-from runner.measure.phase import Outcome, WarmWorkers, run_phase
+from runner.measure.phase import Outcome, WarmWorkers, run_phase, warm_enabled
 from runner.measure.preload import PRELOAD_ENV
 from runner.run import doubtful, paired, report
 from runner.run.base_side import Side, side_document
@@ -66,7 +66,6 @@ CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
 SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
 SHORT_PROCESSES_ENV = "KERNELWATCH_SHORT_PROCESSES"  # ... or in this many processes in all
 SHORT_NOTE = "extra process for short launches ({total} in all)"
-WARM_ENV = "KERNELWATCH_WARM_WORKERS"  # 0: every worker starts when its phase does
 # CUPTI-timed launches keep a per-process offset too: on the H100 a ~3.9 us streaming kernel
 # sat at 3.84 us in most processes and at 4.13-4.16 us in one of three now and then, which moved
 # a run's median by 2.5% (benchmarks/history_gpu.py, 2026-11-25).
@@ -292,8 +291,13 @@ def _check_time_and_profile(
     check_stop()
     if profiling is not None and passing:
         profiling.capture([records[w] for w in passing], progress, log, check_stop)
-    ordered = timing_order(passing, {w["id"]: w for w in infos}, suite.timing.method)
-    for process in range(suite.timing.processes):
+    # A launch that changed since the last one profiled is timed against the base, in place of
+    # the suite's processes and a short launch's more (runner.run.paired), where the run has one.
+    relaunched = profiling.relaunched if profiling is not None and base is not None else {}
+    changed = {w: what for w, what in relaunched.items() if w in passing}
+    ordered = timing_order([w for w in passing if w not in changed],
+                           {w["id"]: w for w in infos}, suite.timing.method)  # fmt: skip
+    for process in range(suite.timing.processes if ordered else 0):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
         started = time.monotonic()
@@ -306,18 +310,13 @@ def _check_time_and_profile(
             on_done=lambda wid, o: progress.advance(wid, o),
             warm=warm,
         )
-        for wid in passing:
+        for wid in ordered:
             records[wid].timings.append(timed.outcomes[wid])
         if went := spent.note(timed.outcomes, time.monotonic() - started):
             log(f"timing {process + 1}/{suite.timing.processes}: {went}")
         if note := prepare_note(timed.outcomes):
             log(f"timing {process + 1}/{suite.timing.processes}: {note}")
-    short = short_launches(records[wid] for wid in ordered)
-    # A launch that changed since the last one profiled is timed against the base instead of
-    # alone in more processes (runner.run.paired), where the run has a base.
-    relaunched = profiling.relaunched if profiling is not None and base is not None else {}
-    changed = {w: what for w, what in relaunched.items() if w in passing}
-    alone = [w for w in short if w not in changed]
+    alone = short_launches(records[wid] for wid in ordered)
     total = short_processes(suite)
     if alone and total > suite.timing.processes:
         log(
@@ -339,7 +338,7 @@ def _check_time_and_profile(
         )
         for wid in alone:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
-    against = doubtful.time_wandering(suite, ordered, records, short,
+    against = doubtful.time_wandering(suite, ordered, records, alone,
                                       max(total, suite.timing.processes), env, warm, progress,
                                       log, check_stop, base, changed)  # fmt: skip
     check_stop()
@@ -398,7 +397,7 @@ def warm_plan(suite: Suite) -> list[tuple[str, int]]:
     """The workers a run starts ahead (runner.measure.phase.WarmWorkers), as (mode, seed): its
     correctness workers and its timing processes (the short launches' too, on a GPU); none
     with $KERNELWATCH_WARM_WORKERS=0 or on a GPU that admits one process at a time."""
-    if os.environ.get(WARM_ENV, "1").strip().lower() in ("0", "no", "false", "off"):
+    if not warm_enabled():
         return []
     if suite.device == "cuda":
         from runner.host import gpuinfo

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runner.suite.bytecode import bytecode_env
 from runner.suite.load import Suite, expand
 
 LOG_TAIL = 20_000
@@ -38,9 +39,11 @@ COMPILE_CACHES = {
 
 def build_env(build_dir: Path, cache_dir: Path) -> dict[str, str]:
     """The environment of a run's build and workers: the build folder, the build cache
-    (`cache_dir`/builds) and the compile caches in it (COMPILE_CACHES) that the host has not set."""
+    (`cache_dir`/builds), the compile caches in it (COMPILE_CACHES) that the host has not set,
+    and Python's bytecode in `cache_dir` (runner.suite.bytecode)."""
     builds = cache_dir / "builds"
-    env = {"KERNELWATCH_BUILD_DIR": str(build_dir), "KERNELWATCH_BUILD_CACHE": str(builds)}
+    env = {"KERNELWATCH_BUILD_DIR": str(build_dir), "KERNELWATCH_BUILD_CACHE": str(builds),
+           **bytecode_env(cache_dir)}  # fmt: skip
     for variable, folder in COMPILE_CACHES.items():
         if not os.environ.get(variable):
             env[variable] = str(builds / folder)

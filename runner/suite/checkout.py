@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from runner.suite.bytecode import forget
+
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 MAX_ANCESTORS = 200
 
@@ -171,6 +173,7 @@ class Checkouts:
         return path, commit_info(path, sha)
 
     def remove(self, clone: Path, path: Path) -> None:
+        forget(self.cache_dir, path)  # its workers' bytecode (runner.suite.bytecode)
         try:
             _git("worktree", "remove", "--force", str(path), cwd=clone)
         except CheckoutError:

@@ -314,14 +314,16 @@ def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[st
     WarmWorkers, runner.profile.ncu_pass.NcuPass): CuPy and the CUDA context on a GPU, the
     frameworks the suite imports for a check or timing worker (runner.measure.preload), a timing
     worker's whole handler (timers, flush buffers, the clock watch), a profile worker's one
-    warm-up launch. Nothing of the
-    suite's own code: the build may still be writing it."""
-    if config["device"] == "cuda":
+    warm-up launch. Nothing of the suite's own code: the build may still be writing it. With
+    "context": false only the frameworks; the rest waits for the ids
+    (runner.measure.phase.WarmWorkers)."""
+    context = config.get("context", True)
+    if config["device"] == "cuda" and context:
         import cupy
 
         cupy.cuda.runtime.free(0)  # creates the context
     preload(config.get("preload", []))  # torch: what the first prepare paid for
-    if config["mode"] == "time":
+    if config["mode"] == "time" and context:
         return handlers(config, ranges, {})
     if config["mode"] == "profile":  # under ncu: its setup at the first profiled kernel, now
         from runner.profile.ncu_pass import warm_up_profiler

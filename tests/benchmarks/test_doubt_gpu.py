@@ -58,7 +58,7 @@ def test_the_table_times_each_alert_from_its_push_and_counts_false_two_level_ver
     assert [r["series"] for r in summary["false_two_level"]] == [doubt_gpu.TWO_LEVELS]
     rendered = doubt_gpu.render(summary)
     assert "| 1 step | block[cols=8192,rows=8192] | +31.0% | +30.0% | regressed |" in rendered
-    assert "80 s after its push" in rendered
+    assert "80.0 s after its push" in rendered
     assert rendered.endswith("verdicts on the two-level series other than unchanged: 1")
 
 

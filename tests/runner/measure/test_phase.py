@@ -166,3 +166,18 @@ def test_a_warm_worker_that_died_while_waiting_is_replaced_by_a_fresh_one(markin
     assert len(imported(marking_suite)) == 2 and not set(imported(marking_suite)) & {
         p.pid for p in procs
     }
+
+
+def test_a_worker_under_kernelwatch_worker_profile_says_where_its_seconds_went(
+    suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "profiles"
+    monkeypatch.setenv("KERNELWATCH_WORKER_PROFILE", str(folder))
+    phase = run_phase(suite, "time", ["fma[n=256]"])
+    assert phase.outcomes["fma[n=256]"].status == "ok"
+    written = sorted(folder.glob("time-*.txt"))
+    assert len(written) == 1
+    text = written[0].read_text()
+    assert text.startswith("time worker ")
+    assert "s in main" in text.splitlines()[0]
+    assert "time_workload" in text  # the calls, by cumulative time

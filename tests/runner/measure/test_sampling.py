@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from runner.measure.phase import WARM_ENV
 from runner.measure.sampling import INPUTS_ENV, prepare, timing_inputs
 from runner.run import pipeline
 from runner.suite.load import load_suite
@@ -55,7 +56,7 @@ def test_check_processes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_warm_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     cpu = load_suite(CPU_SUITE)
     gpu = dataclasses.replace(cpu, device="cuda")
-    for name in (pipeline.CHECK_PROCESSES_ENV, pipeline.SHORT_PROCESSES_ENV, pipeline.WARM_ENV):
+    for name in (pipeline.CHECK_PROCESSES_ENV, pipeline.SHORT_PROCESSES_ENV, WARM_ENV):
         monkeypatch.delenv(name, raising=False)
     assert pipeline.warm_plan(cpu) == [("check", 0), ("time", 0), ("time", 1), ("time", 2)]
     from runner.host import gpuinfo
@@ -65,5 +66,5 @@ def test_warm_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plan == [("check", 0)] * 3 + [("time", p) for p in range(6)]  # short launches' too
     monkeypatch.setattr(gpuinfo, "compute_mode", lambda: 3)  # one process at a time
     assert pipeline.warm_plan(gpu) == []
-    monkeypatch.setenv(pipeline.WARM_ENV, "0")
+    monkeypatch.setenv(WARM_ENV, "0")
     assert pipeline.warm_plan(cpu) == []

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runner.measure.phase import Outcome, WarmWorkers
-from runner.run import doubtful
+from runner.run import doubtful, paired
 from runner.run.paired import BaseCommit
 from runner.run.pipeline import Progress
 from runner.run.report import WorkloadRecord
@@ -69,6 +70,17 @@ def suite_at(path: Path) -> Suite:
 def head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Suite:
     monkeypatch.setenv("KERNELWATCH_WANDER_PROCESSES", "3")
     return suite_at(tmp_path / "head")
+
+
+def base_without(tmp_path: Path, entry: str, message: str) -> tuple[BaseCommit, str]:
+    """A base commit of the CPU suite whose workloads lack `entry` (a Workload(...) in it)."""
+    repo = shutil.copytree(CPU_SUITE, tmp_path / "repo")
+    module = repo / "cpu_kernels.py"
+    module.write_text(module.read_text().replace(entry, ""))
+    git(repo, "init", "-q", "-b", "main")
+    sha = commit_all(repo, message)
+    cache = tmp_path / "cache"
+    return BaseCommit(Checkouts(cache), str(repo), sha, cache, lambda suite: 1), sha
 
 
 def time_wandering(
@@ -139,14 +151,7 @@ def test_a_base_that_measures_none_of_the_launches_is_named_and_times_nothing(
     head: Suite, tmp_path: Path
 ) -> None:
     """The base's suite has only fma[n=512]: the doubtful fma[n=256] has no counterpart."""
-    repo = shutil.copytree(CPU_SUITE, tmp_path / "repo")
-    module = repo / "cpu_kernels.py"
-    module.write_text(module.read_text().replace('Workload("fma", 256, ("fast",)), ', ""))
-    git(repo, "init", "-q", "-b", "main")
-    sha = commit_all(repo, "only the larger size")
-    base = BaseCommit(
-        Checkouts(tmp_path / "cache"), str(repo), sha, tmp_path / "cache", lambda suite: 1
-    )
+    base, sha = base_without(tmp_path, 'Workload("fma", 256, ("fast",)), ', "only the larger size")
     recs, lines = records(), []
     try:
         timed = doubtful.time_against_base(
@@ -176,6 +181,7 @@ def test_a_launch_that_changed_is_timed_against_the_base_though_its_processes_ag
         Checkouts(tmp_path / "cache"), str(repo), sha, tmp_path / "cache", lambda suite: 1
     )
     recs, seen, lines = records(), Seen(), []
+    recs["fma[n=512]"].timings = []  # left out of the suite's processes for its pairs
     changed = {"fma[n=512]": "kernel fma_cpu: its code"}
     try:
         with WarmWorkers(head, [("time", 9)]) as warm:
@@ -194,7 +200,7 @@ def test_a_launch_that_changed_is_timed_against_the_base_though_its_processes_ag
     ]
     for wid, why in (
         ("fma[n=512]", "its launch changed since the last one measured: kernel fma_cpu: its "
-         "code; its 2 processes among the suite's other workloads are left out"),
+         "code"),
         ("fma[n=256]", "its 2 processes among the suite's other workloads sat 2.1% apart and "
          "are left out"),
     ):  # fmt: skip
@@ -206,6 +212,34 @@ def test_a_launch_that_changed_is_timed_against_the_base_though_its_processes_ag
                 f"timed interleaved with base {sha[:12]} (A B A B) in 2 fresh processes of each "
                 f"side ({why}): "
             ), outcome.result["stop_reason"]
+
+
+def test_a_changed_launch_no_base_measures_is_timed_alone_in_fresh_processes(
+    head: Suite, tmp_path: Path
+) -> None:
+    """fma[n=512] changed and was left out of the suite's processes; the base's suite lacks it:
+    it is timed alone, in wander_processes fresh processes, and the log says why."""
+    base, sha = base_without(tmp_path, ', Workload("fma", 512, ("fast",))', "only the smaller size")
+    recs, lines = records(), []
+    recs["fma[n=512]"].timings = []
+    recs["fma[n=256]"].timings = gpu_timed(100.0, 100.1)  # steady: only the change is in doubt
+    try:
+        with WarmWorkers(head, []) as warm:
+            found = doubtful.time_wandering(head, list(recs), recs, [], 5, {}, warm, Seen(),
+                                            lines.append, lambda: None, base,
+                                            {"fma[n=512]": "its inputs"})  # fmt: skip
+    finally:
+        base.close()
+    assert found is None
+    assert lines == [
+        f"timing: no base to time the doubtful launches against (base {sha[:12]} measures none "
+        "of them)",
+        "timing: 1 launches that changed since the last one measured timed in 3 fresh processes "
+        "of their own, with no base to time them against",
+    ]
+    again = recs["fma[n=512]"].timings
+    assert len(again) == 3 and all(o.status == "ok" and o.result for o in again)
+    assert recs["fma[n=256]"].timings == gpu_timed(100.0, 100.1)
 
 
 def test_without_a_base_a_changed_launch_keeps_its_first_processes(head: Suite) -> None:
@@ -223,3 +257,56 @@ def test_without_a_base_a_changed_launch_keeps_its_first_processes(head: Suite) 
         proc.communicate(timeout=30)
         Path(config).unlink()
     assert lines == [] and recs["fma[n=512]"].timings == gpu_timed(100.0, 100.1)
+
+
+def test_the_pairs_processes_are_started_ahead_with_no_context_and_none_is_left_waiting(
+    head: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each side's pair processes import the suite's frameworks while the base builds and
+    checks: every timed pair process of either side is one started ahead, for its seed, with no
+    CUDA context; none is left waiting afterwards. With $KERNELWATCH_WARM_WORKERS=0 none is."""
+    repo = shutil.copytree(CPU_SUITE, tmp_path / "repo")
+    git(repo, "init", "-q", "-b", "main")
+    sha = commit_all(repo, "the base")
+    started: list[tuple[str, list[tuple[str, int]], bool]] = []
+    taken: list[tuple[str, int, bool]] = []
+    made, take = paired.WarmWorkers.__init__, paired.WarmWorkers.take
+
+    def init(self: Any, suite: Suite, wanted: Any, env: Any = None, **kw: Any) -> None:
+        made(self, suite, wanted, env, **kw)
+        self.root = suite.root
+        started.append((suite.root.name, list(wanted), kw.get("context", True)))
+
+    def took(self: Any, mode: str, seed: int) -> Any:
+        got = take(self, mode, seed)
+        taken.append((self.root.name, seed, got is not None))
+        return got
+
+    monkeypatch.setattr(paired.WarmWorkers, "__init__", init)
+    monkeypatch.setattr(paired.WarmWorkers, "take", took)
+    for warm_env in ("1", "0"):
+        monkeypatch.setenv("KERNELWATCH_WARM_WORKERS", warm_env)
+        started.clear(), taken.clear()
+        base = BaseCommit(
+            Checkouts(tmp_path / "cache"), str(repo), sha, tmp_path / "cache", lambda suite: 1
+        )
+        recs, lines = records(), []
+        try:
+            with WarmWorkers(head, []) as warm:
+                found = doubtful.time_wandering(head, list(recs), recs, [], 5, {}, warm, Seen(),
+                                                lines.append, lambda: None, base)  # fmt: skip
+            left = base.warm
+        finally:
+            base.close()
+        assert found is not None
+        assert left is None or not left.waiting
+        ahead = [s for s in started if s[1]]
+        if warm_env == "0":
+            assert ahead == [] and taken == []
+            continue
+        assert sorted(name == head.root.name for name, _, _ in ahead) == [False, True]
+        assert all(wanted == [("time", 5), ("time", 6)] and not context
+                   for _, wanted, context in ahead), started  # fmt: skip
+        assert len(taken) == 4 and all(got for _, _, got in taken), taken
+        assert [seed for _, seed, _ in taken] == [5, 5, 6, 6]
+        assert all(o.status == "ok" for o in recs["fma[n=256]"].timings)

@@ -69,3 +69,28 @@ def test_a_first_output_left_unwritten_fails_the_workload() -> None:
     """A NaN left in the first output (the poison, never overwritten) is counted and fails."""
     result = normalize_check(generic_check(OptimizerStep({"params": np.nan}), seed=0))
     assert result["passed"] is False and result["unwritten"] == 4
+
+
+def test_a_worker_started_without_a_context_makes_none_until_its_ids_come(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A waiting GPU worker with "context": false imports its frameworks and touches nothing
+    of CUDA's (no context, no timers: those come with its ids); one with a context makes it."""
+    import sys
+    import types
+
+    from runner.worker.process import warm_up
+
+    made: list[int] = []
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        runtime=types.SimpleNamespace(free=lambda pointer: made.append(pointer))
+    )
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    loaded: list[list[str]] = []
+    monkeypatch.setattr("runner.worker.process.preload", lambda modules: loaded.append(modules))
+    config = {"device": "cuda", "mode": "time", "preload": ["json"], "context": False}
+    assert warm_up(config, None) is None  # its handler is made once its ids come
+    assert made == [] and loaded == [["json"]]
+    assert warm_up({**config, "mode": "check", "context": True}, None) is None
+    assert made == [0]
