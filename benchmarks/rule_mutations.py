@@ -555,6 +555,21 @@ MUTATIONS = [
         "context_and_none_is_left_waiting",
     ),
     (
+        "files Inductor writes in its folder while every FX graph hits are no compile miss",
+        "runner/measure/compile_caches.py",
+        "            new.pop(INDUCTOR_FOLDER, None)",
+        "            pass",
+        "tests/runner/measure/test_compile_caches.py::test_files_inductor_writes_while_every_graph_"
+        "hits_are_no_miss_but_a_compilers_are",
+    ),
+    (
+        "a worker whose results are sent leaves without the interpreter's teardown",
+        "runner/worker/ending.py",
+        "    os._exit(code)",
+        "    sys.exit(code)",
+        "tests/runner/worker/test_ending.py",
+    ),
+    (
         "the workers keep Python's bytecode in the runner's cache",
         "runner/suite/bytecode.py",
         "    env = {PREFIX_ENV: str(folder(cache_dir))}",
@@ -858,6 +873,8 @@ def run(postgres: str | None, mutations: list | None = None) -> int:
                 raise SystemExit(f"{path} no longer holds the line of rule {rule!r}: update it")
             source.write_text(text.replace(line, broken, 1))
             env = {k: v for k, v in os.environ.items() if k != "KERNELWATCH_TEST_POSTGRES_URL"}
+            # The worker processes a test starts import the copy too, not the installed tree.
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH")) if p)
             if postgres:
                 env["KERNELWATCH_TEST_POSTGRES_URL"] = postgres
             done = subprocess.run(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 INDUCTOR_COUNTERS = ("fxgraph_cache_hit", "fxgraph_cache_miss")
+INDUCTOR_FOLDER = "inductor"  # its name among runner.suite.build.COMPILE_CACHES
 MAX_FILES = 200_000  # a walk this long is no longer worth its time: the folder is not read
 
 
@@ -87,6 +88,10 @@ class Watch:
         moved = {k: v for k, v in moved.items() if v}
         if not self.folders and not moved:
             return {}
+        if moved.get("fxgraph_cache_hit") and not moved.get("fxgraph_cache_miss"):
+            # Every graph found: what Inductor then writes in its own folder is bookkeeping (on
+            # an H100 one file a process, each of its FX graphs a hit), not code compiled again.
+            new.pop(INDUCTOR_FOLDER, None)
         hit = not new and not moved.get("fxgraph_cache_miss")
         return {"hit": hit, "new": new, **({"inductor": moved} if moved else {})}
 

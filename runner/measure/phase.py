@@ -47,6 +47,11 @@ class Phase:
     device: dict[str, Any] = field(default_factory=dict)
     stderr_tail: str = ""
     suite_error: str = ""  # the suite's module cannot give its workloads (runner.worker)
+    # Seconds of its workers before their first workload and after their last one until the
+    # process ended (starting: Python, imports, the CUDA context; closing: the interpreter's
+    # exit), as the parent saw them (runner.measure.spent).
+    starting: float = 0.0
+    closing: float = 0.0
 
 
 def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any]:
@@ -257,6 +262,9 @@ def _run_parallel(
         phases.append(alone)
     phase.outcomes = {wid: merged[wid] for wid in ids if wid in merged}
     phase.stderr_tail = "\n".join(p.stderr_tail for p in phases if p.stderr_tail)[-4000:]
+    # side by side, the slowest worker's: what the phase waited for
+    phase.starting = max(p.starting for p in phases)
+    phase.closing = max(p.closing for p in phases)
     return phase
 
 
@@ -280,6 +288,9 @@ def _one_worker(
             pass
     else:
         proc, path = _spawn(suite, _config(suite, mode, ids, seed), env)
+    handed = time.monotonic()
+    first: float | None = None
+    last: float | None = None
     assert proc.stdout is not None and proc.stderr is not None
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
@@ -317,10 +328,18 @@ def _one_worker(
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    current, started = _handle(json.loads(line), phase, current, started, on_done)
+                    message = json.loads(line)
+                    if message["event"] == "start" and first is None:
+                        first = time.monotonic()
+                    current, started = _handle(message, phase, current, started, on_done)
+                    if message["event"] in ("result", "error"):
+                        last = time.monotonic()
     finally:
         selector.close()
         _reap(proc, path)
+        if first is not None and last is not None:
+            phase.starting += first - handed
+            phase.closing += time.monotonic() - last
     if current is not None and current not in phase.outcomes:
         code = proc.returncode
         how = f"signal {-code}" if code < 0 else f"exit code {code}"

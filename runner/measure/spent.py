@@ -25,10 +25,12 @@ def spent(outcomes: Mapping[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
-def note(outcomes: Mapping[str, Any], wall: float) -> str:
+def note(outcomes: Mapping[str, Any], wall: float, phase: Any = None) -> str:
     """ "8.5 s: prepare 2.6 s, other placements 1.6 s, warm-up 0.9 s, samples 0.6 s, the rest
-    2.8 s (starting, CUDA, closing); most in block[...] 4.1 s", or "" where no workload said
-    or the process took less than SAY_FROM seconds."""
+    2.8 s (0.4 s to its first workload, 1.9 s from its last to its end); most in block[...]
+    4.1 s", or "" where no workload said or the process took less than SAY_FROM seconds.
+    `phase` (runner.measure.phase.Phase) tells its starting and closing seconds; without it
+    the rest is "(starting, CUDA, closing)"."""
     by_workload = spent(outcomes)
     if not by_workload or wall < SAY_FROM:
         return ""
@@ -37,5 +39,9 @@ def note(outcomes: Mapping[str, Any], wall: float) -> str:
     parts = ", ".join(f"{PARTS[p]} {v:.1f} s" for p, v in totals.items() if v >= 0.05)
     heaviest = max(by_workload, key=lambda w: sum(by_workload[w].values()))
     most = sum(by_workload[heaviest].values())
-    return (f"{wall:.1f} s: {parts + ', ' if parts else ''}the rest {rest:.1f} s (starting, "
-            f"CUDA, closing); most in {heaviest} {most:.1f} s")  # fmt: skip
+    where = "starting, CUDA, closing"
+    if phase is not None:
+        where = (f"{phase.starting:.1f} s to its first workload, {phase.closing:.1f} s from its "
+                 f"last to its end")  # fmt: skip
+    return (f"{wall:.1f} s: {parts + ', ' if parts else ''}the rest {rest:.1f} s ({where}); "
+            f"most in {heaviest} {most:.1f} s")  # fmt: skip

@@ -178,7 +178,9 @@ def interleave(
             timed = run_phase(suite, "time", list(out), env=env, seed=first_seed + r, warm=ready)
             for wid in out:
                 out[wid].append(timed.outcomes[wid])
-            if log is not None and (went := spent.note(timed.outcomes, time.monotonic() - started)):
+            if log is not None and (
+                went := spent.note(timed.outcomes, time.monotonic() - started, timed)
+            ):
                 log(f"timing {r + 1}/{total} against the base, {side}: {went}")
     return head, based
 

@@ -285,7 +285,9 @@ def _check_time_and_profile(
     for wid, outcome in checked.outcomes.items():
         records[wid].check = outcome
     passing = [wid for wid in ids if records[wid].passed]
-    log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes)")
+    log(f"correctness: {len(passing)} of {len(ids)} passed ({workers} worker processes; "
+        f"{checked.starting:.1f} s to their first workload, {checked.closing:.1f} s from their "
+        f"last to their end)")  # fmt: skip
     if note := report.reference_note(checked.outcomes):
         log(f"correctness: {note}")
     check_stop()
@@ -312,7 +314,7 @@ def _check_time_and_profile(
         )
         for wid in ordered:
             records[wid].timings.append(timed.outcomes[wid])
-        if went := spent.note(timed.outcomes, time.monotonic() - started):
+        if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
             log(f"timing {process + 1}/{suite.timing.processes}: {went}")
         if note := prepare_note(timed.outcomes):
             log(f"timing {process + 1}/{suite.timing.processes}: {note}")

@@ -1,4 +1,5 @@
-"""`python -m runner.worker CONFIG.json`: one worker process (runner.worker.process).
+"""`python -m runner.worker CONFIG.json`: one worker process (runner.worker.process), ended as
+runner.worker.ending says.
 
 With $KERNELWATCH_WORKER_PROFILE=DIR each worker runs under cProfile and leaves in DIR its
 `MODE-PID.txt`: the calls that took its seconds, by cumulative time (where a check's or a
@@ -9,26 +10,29 @@ import os
 import sys
 from pathlib import Path
 
+from runner.worker.ending import end
 from runner.worker.process import main
 
+
+def profiled(config: str, folder: str, mode: str) -> int:
+    import cProfile
+    import io
+    import pstats
+    import time
+
+    profiler, started = cProfile.Profile(), time.perf_counter()
+    try:
+        return profiler.runcall(main, config)
+    finally:
+        text = io.StringIO()
+        took = time.perf_counter() - started
+        print(f"{mode} worker {os.getpid()}: {took:.2f} s in main", file=text)
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(60)
+        os.makedirs(folder, exist_ok=True)
+        Path(folder, f"{mode}-{os.getpid()}.txt").write_text(text.getvalue())
+
+
+config = sys.argv[1]
+mode = str(json.loads(Path(config).read_text()).get("mode", "worker"))
 folder = os.environ.get("KERNELWATCH_WORKER_PROFILE")
-if not folder:
-    sys.exit(main(sys.argv[1]))
-
-import cProfile  # noqa: E402
-import io  # noqa: E402
-import pstats  # noqa: E402
-import time  # noqa: E402
-
-mode = json.loads(Path(sys.argv[1]).read_text()).get("mode", "worker")
-profiler, started = cProfile.Profile(), time.perf_counter()
-try:
-    code = profiler.runcall(main, sys.argv[1])
-finally:
-    text = io.StringIO()
-    print(f"{mode} worker {os.getpid()}: {time.perf_counter() - started:.2f} s in main", file=text)
-    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(60)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"{mode}-{os.getpid()}.txt"), "w") as out:
-        out.write(text.getvalue())
-sys.exit(code)
+end(profiled(config, folder, mode) if folder else main(config), mode)

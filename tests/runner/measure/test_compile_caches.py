@@ -55,3 +55,23 @@ def test_an_inductor_fx_graph_miss_is_a_miss_though_no_file_appeared(
 def test_nothing_is_said_where_there_is_no_cache_to_read() -> None:
     assert Watch({}, time.time).result() == {}
     assert describe({"a": {}}) == ""
+
+
+def test_files_inductor_writes_while_every_graph_hits_are_no_miss_but_a_compilers_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an H100 a compiled block whose FX graphs all hit left one new file a process in
+    Inductor's folder: its bookkeeping, not a compile. A Triton file beside it is one."""
+    counters: defaultdict[str, Counter] = defaultdict(Counter)
+    monkeypatch.setitem(sys.modules, "torch._dynamo.utils", SimpleNamespace(counters=counters))
+    folders = {"inductor": tmp_path / "inductor", "triton": tmp_path / "triton"}
+    for folder in folders.values():
+        folder.mkdir()
+    watch = Watch(folders, lambda: time.time() - 1)
+    counters["inductor"]["fxgraph_cache_hit"] += 2
+    (tmp_path / "inductor" / "record.json").write_text("{}")
+    assert watch.result() == {"hit": True, "new": {}, "inductor": {"fxgraph_cache_hit": 2}}
+    (tmp_path / "triton" / "k.cubin").write_bytes(b"x")
+    assert watch.result()["hit"] is False
+    unread = Watch(folders, lambda: time.time() - 1)  # no counter moved: files are all it has
+    assert unread.result() == {"hit": False, "new": {"inductor": 1, "triton": 1}}

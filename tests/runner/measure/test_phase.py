@@ -181,3 +181,20 @@ def test_a_worker_under_kernelwatch_worker_profile_says_where_its_seconds_went(
     assert text.startswith("time worker ")
     assert "s in main" in text.splitlines()[0]
     assert "time_workload" in text  # the calls, by cumulative time
+
+
+def test_a_phase_tells_its_workers_seconds_before_the_first_workload_and_after_the_last(
+    suite,
+) -> None:
+    started = time.monotonic()
+    phase = run_phase(suite, "time", ["fma[n=256]", "fma[n=512]"])
+    wall = time.monotonic() - started
+    assert all(o.status == "ok" for o in phase.outcomes.values())
+    assert phase.starting > 0.0 and phase.closing > 0.0  # a fresh Python before; its exit after
+    assert phase.starting + phase.closing < wall
+
+
+def test_workers_side_by_side_tell_the_slowest_ones_seconds(suite) -> None:
+    phase = run_phase(suite, "check", ["fma[n=256]", "fma[n=512]"], processes=2)
+    assert all(o.status == "ok" for o in phase.outcomes.values())
+    assert phase.starting > 0.0 and phase.closing > 0.0

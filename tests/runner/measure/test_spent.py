@@ -32,3 +32,15 @@ def test_nothing_said_or_a_quick_process_is_no_note_and_a_tiny_part_is_left_out(
     assert note(quick, 1.2).startswith("1.2 s: warm-up 0.2 s, samples 0.5 s, the rest 0.5 s")
     idle = {"a[n=1]": said(prepare=0.0, placements=0.0, warm_up=0.0, samples=0.0)}
     assert note(idle, 2.0).startswith("2.0 s: the rest 2.0 s (starting")
+
+
+def test_the_rest_says_how_long_the_process_took_to_its_first_workload_and_after_its_last() -> None:
+    from runner.measure.phase import Phase
+
+    outcomes = {"block[n=1]": said(prepare=1.6, placements=1.5, warm_up=0.3, samples=0.2)}
+    phase = Phase("time", starting=0.43, closing=1.88)
+    assert note(outcomes, 6.0, phase) == (
+        "6.0 s: prepare 1.6 s, other placements 1.5 s, warm-up 0.3 s, samples 0.2 s, the rest "
+        "2.4 s (0.4 s to its first workload, 1.9 s from its last to its end); most in block[n=1] "
+        "3.6 s"
+    )
