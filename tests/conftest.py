@@ -28,9 +28,12 @@ POSTGRES_ENV = "KERNELWATCH_TEST_POSTGRES_URL"
 
 # The runner's workers keep Python's bytecode in the runner's cache (runner.suite.bytecode),
 # which is a fresh folder in most tests: one folder for the whole session stands for a host's
-# lasting cache, so that no test's workers compile NumPy's and the runner's modules again.
+# lasting cache, so that no test's workers compile NumPy's and the runner's modules again. It is
+# written even where the environment says not to (as the runner writes its own): a prefix never
+# written to would have every child process compile all it imports (CI took 42 min so).
 os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(
     os.environ.get("TMPDIR", "/tmp"), f"kernelwatch-test-bytecode-{os.getuid()}"))  # fmt: skip
+os.environ["PYTHONDONTWRITEBYTECODE"] = ""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
