@@ -585,6 +585,14 @@ MUTATIONS = [
         "cache_and_its_worktree_takes_its_own_away",
     ),
     (
+        "workers started ahead have warmed up before a process beside them is timed",
+        "runner/measure/phase.py",
+        "            while pending and (left := deadline - time.monotonic()) > 0:",
+        "            while False:",
+        "tests/runner/measure/test_phase.py::test_ready_returns_once_every_waiting_worker_has_"
+        "warmed_up",
+    ),
+    (
         "a worker started ahead with no context makes none while it waits",
         "runner/worker/process.py",
         '    if config["device"] == "cuda" and context:',

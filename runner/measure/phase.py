@@ -120,6 +120,29 @@ class WarmWorkers:
                 _reap(proc, path)  # died while waiting: a fresh worker does its work
         return None
 
+    def ready(self, timeout: float) -> None:
+        """Return once every worker still waiting has warmed up (or died, or `timeout` seconds
+        passed): none is still importing beside a process about to be timed, as one started
+        just before the timing would be on a host with few cores."""
+        with self.lock:
+            pending = {
+                proc.stdout.fileno(): proc
+                for queue in self.waiting.values()
+                for proc, _ in queue
+                if proc.stdout is not None and not getattr(proc, "kw_ready", False)
+            }
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as selector:
+            for fd in pending:
+                selector.register(fd, selectors.EVENT_READ)
+            while pending and (left := deadline - time.monotonic()) > 0:
+                for key, _ in selector.select(timeout=left):
+                    proc = pending.pop(key.fd)
+                    selector.unregister(key.fd)
+                    # Its one line before its ids come; EOF: it died (its phase starts another)
+                    os.read(key.fd, 65536)
+                    proc.kw_ready = True  # type: ignore[attr-defined]
+
     def close(self) -> None:
         with self.lock:
             for proc, path in (w for queue in self.waiting.values() for w in queue):

@@ -13,9 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.measure.phase import WarmWorkers, run_phase
+from runner.measure.phase import run_phase
 from runner.run.base_side import Side, prepare, side_document
-from runner.run.paired import ahead
 from runner.run.pipeline import (
     JobInterrupted,
     Progress,
@@ -24,7 +23,6 @@ from runner.run.pipeline import (
     repository_name,
 )
 from runner.suite.checkout import Checkouts
-from runner.suite.load import Suite
 
 
 def execute_confirmation(
@@ -39,7 +37,6 @@ def execute_confirmation(
     checkouts = Checkouts(request.cache_dir, local=request.local_clones)
     clone = checkouts.clone_for(request.source)
     trees: list[Path] = []
-    warm: dict[str, WarmWorkers | None] = {}
     try:
         sides: dict[str, Side] = {}
         with tempfile.TemporaryDirectory(prefix="kw-confirm-") as tmp:
@@ -47,13 +44,9 @@ def execute_confirmation(
                 progress.stage(f"{role}: build and check")
                 tree, commit = checkouts.worktree(request.source, rev, f"confirm-{role}-{job}")
                 trees.append(tree)
-
-                def loaded(suite: Suite, env: dict[str, str], role: str = role) -> None:
-                    # its timing processes import torch while the sides build and check
-                    warm[role] = ahead(suite, list(range(suite.timing.processes)), env)
-
-                sides[role] = prepare(tree, commit, Path(tmp) / role, request.cache_dir, wanted,
-                                      check_processes, loaded)  # fmt: skip
+                sides[role] = prepare(
+                    tree, commit, Path(tmp) / role, request.cache_dir, wanted, check_processes
+                )
             processes = sides["head"].suite.timing.processes
             for process in range(processes):
                 for role in ("base", "head"):  # A B A B: the interleaving is the point
@@ -61,8 +54,7 @@ def execute_confirmation(
                         raise JobInterrupted("stopped during the confirmation")
                     side = sides[role]
                     progress.stage(f"timing {role} {process + 1}/{processes}", len(side.passing))
-                    timed = run_phase(side.suite, "time", side.passing, env=side.env,
-                                      seed=process, warm=warm.get(role))  # fmt: skip
+                    timed = run_phase(side.suite, "time", side.passing, env=side.env, seed=process)
                     for wid in side.passing:
                         side.records[wid].timings.append(timed.outcomes[wid])
             repository = {
@@ -83,9 +75,6 @@ def execute_confirmation(
                 for role, side in sides.items()
             }
     finally:
-        for workers in warm.values():
-            if workers is not None:
-                workers.close()
         for tree in trees:
             checkouts.remove(clone, tree)
     head = documents["head"]

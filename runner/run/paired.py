@@ -169,6 +169,9 @@ def interleave(
     process's seconds went (runner.measure.spent)."""
     head: dict[str, list[Outcome]] = {wid: [] for wid in pairs}
     based: dict[str, list[Outcome]] = {bid: [] for bid in pairs.values()}
+    for ready in warm:
+        if ready is not None:
+            ready.ready(head_suite.timing.timeout_seconds)
     for r in range(total):
         on_process(r)
         sides = (("base", base.suite, base.env, based, warm[0]),

@@ -342,6 +342,7 @@ def main(config_path: str) -> int:
     if config.get("wait"):
         ranges = _nvtx(config["device"])
         handle = warm_up(config, ranges)
+        protocol.send(event="ready")  # runner.measure.phase.WarmWorkers.ready
         line = sys.stdin.readline()
         if not line.strip():
             return 0  # not needed after all

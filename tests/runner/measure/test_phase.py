@@ -198,3 +198,22 @@ def test_workers_side_by_side_tell_the_slowest_ones_seconds(suite) -> None:
     phase = run_phase(suite, "check", ["fma[n=256]", "fma[n=512]"], processes=2)
     assert all(o.status == "ok" for o in phase.outcomes.values())
     assert phase.starting > 0.0 and phase.closing > 0.0
+
+
+def test_ready_returns_once_every_waiting_worker_has_warmed_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers whose preload takes a second: `ready` waits for them (none is still importing
+    when a process beside them is timed), and a phase then takes one as usual."""
+    tree = shutil.copytree(CPU_SUITE, tmp_path / "suite")
+    (tree / "slow_import.py").write_text("import time\ntime.sleep(1.0)\n")
+    monkeypatch.setenv("KERNELWATCH_PRELOAD", "slow_import")
+    monkeypatch.delenv("KW_FIXTURE_MISBEHAVE", raising=False)
+    suite = load_suite(tree)
+    started = time.monotonic()
+    with WarmWorkers(suite, [("time", 0), ("time", 1)], context=False) as warm:
+        warm.ready(30.0)
+        assert time.monotonic() - started >= 1.0
+        phase = run_phase(suite, "time", ["fma[n=256]"], seed=1, warm=warm)
+        assert phase.outcomes["fma[n=256]"].status == "ok"
+        assert len(warm.waiting[("time", 0)]) == 1 and not warm.waiting[("time", 1)]

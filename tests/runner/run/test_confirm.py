@@ -105,34 +105,3 @@ def test_a_stop_between_two_processes_ends_the_confirmation_and_its_worktrees(
         execute_confirmation(request, repo[1], WANTED, stages)
     assert stages.seen[-1] == "timing base 1/2"  # the head's first process never started
     assert list((tmp_path / "cache" / "worktrees").iterdir()) == []
-
-
-def test_each_sides_timing_processes_are_started_ahead_with_no_context(
-    repo: tuple[Path, str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every timing process of both sides is one started while the sides built and checked
-    (importing the suite's frameworks, no CUDA context): none is started fresh, none waits on."""
-    from runner.measure import phase
-
-    made, take = phase.WarmWorkers.__init__, phase.WarmWorkers.take
-    started: list[tuple[list[tuple[str, int]], bool]] = []
-    taken: list[bool] = []
-    kept: list[phase.WarmWorkers] = []
-
-    def init(self: Any, suite: Any, wanted: Any, env: Any = None, **kw: Any) -> None:
-        made(self, suite, wanted, env, **kw)
-        started.append((list(wanted), kw.get("context", True)))
-        kept.append(self)
-
-    def took(self: Any, mode: str, seed: int) -> Any:
-        got = take(self, mode, seed)
-        taken.append(got is not None)
-        return got
-
-    monkeypatch.setattr(phase.WarmWorkers, "__init__", init)
-    monkeypatch.setattr(phase.WarmWorkers, "take", took)
-    doc = execute_confirmation(request_for(repo, tmp_path / "c"), repo[1], WANTED)
-    assert started == [([("time", 0), ("time", 1)], False)] * 2
-    assert taken == [True] * 4
-    assert all(not w.waiting for w in kept)
-    assert len(doc["workloads"][0]["timing"]["processes"]) == 2

@@ -282,11 +282,19 @@ def test_the_pairs_processes_are_started_ahead_with_no_context_and_none_is_left_
         taken.append((self.root.name, seed, got is not None))
         return got
 
+    waited: list[str] = []
+    ready = paired.WarmWorkers.ready
+
+    def readied(self: Any, timeout: float) -> None:
+        waited.append(self.root.name)
+        ready(self, timeout)
+
     monkeypatch.setattr(paired.WarmWorkers, "__init__", init)
     monkeypatch.setattr(paired.WarmWorkers, "take", took)
+    monkeypatch.setattr(paired.WarmWorkers, "ready", readied)
     for warm_env in ("1", "0"):
         monkeypatch.setenv("KERNELWATCH_WARM_WORKERS", warm_env)
-        started.clear(), taken.clear()
+        started.clear(), taken.clear(), waited.clear()
         base = BaseCommit(
             Checkouts(tmp_path / "cache"), str(repo), sha, tmp_path / "cache", lambda suite: 1
         )
@@ -308,5 +316,6 @@ def test_the_pairs_processes_are_started_ahead_with_no_context_and_none_is_left_
         assert all(wanted == [("time", 5), ("time", 6)] and not context
                    for _, wanted, context in ahead), started  # fmt: skip
         assert len(taken) == 4 and all(got for _, _, got in taken), taken
+        assert sorted(waited) == sorted(name for name, _, _ in ahead)  # both, before any pair
         assert [seed for _, seed, _ in taken] == [5, 5, 6, 6]
         assert all(o.status == "ok" for o in recs["fma[n=256]"].timings)
