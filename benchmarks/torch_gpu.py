@@ -75,7 +75,7 @@ HISTORY = [("base", None), ("aa", None), ("step", "triton"), ("innocent", None),
 # suite minutes (tests/runner/suite/test_example_suite_torch.py covers it on the GPU).
 SELECTED = '["^scale_rows", "^softmax"]'
 # Short launches in 3 timing processes, not 6, so that the history fits a device call of 10
-# minutes (runner.run.pipeline.short_processes).
+# minutes (runner.run.timing_passes.short_processes).
 SHORT_PROCESSES = "3"
 SERIES = {  # workload id -> the file whose change changes it
     "scale_rows[cols=1024,rows=1024]": OPERATOR,

@@ -95,6 +95,7 @@ class WarmWorkers:
         time as fresh ones do (runner.run.paired), while one before them is timing."""
         self.lock = threading.Lock()
         self.waiting: dict[tuple[str, int], list[tuple[subprocess.Popen, str]]] = {}
+        self.warmed: set[int] = set()  # pids whose one line said they finished warming up
         # A process's first prepare paid for `import torch` (runner.measure.preload).
         self.preload = preload_for(suite.root) if any(m in PRELOADS for m, _ in wanted) else []
         for mode, seed in wanted:
@@ -129,7 +130,7 @@ class WarmWorkers:
                 proc.stdout.fileno(): proc
                 for queue in self.waiting.values()
                 for proc, _ in queue
-                if proc.stdout is not None and not getattr(proc, "kw_ready", False)
+                if proc.stdout is not None and proc.pid not in self.warmed
             }
         deadline = time.monotonic() + timeout
         with selectors.DefaultSelector() as selector:
@@ -141,7 +142,8 @@ class WarmWorkers:
                     selector.unregister(key.fd)
                     # Its one line before its ids come; EOF: it died (its phase starts another)
                     os.read(key.fd, 65536)
-                    proc.kw_ready = True  # type: ignore[attr-defined]
+                    with self.lock:
+                        self.warmed.add(proc.pid)
 
     def close(self) -> None:
         with self.lock:

@@ -59,7 +59,7 @@ THROTTLED_SAMPLE_SECONDS = 0.2
 # process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS 1024^3): only
 # more processes average that (runner.run.pipeline times a short launch in twice the suite's
 # processes). A few-us launch timed after longer workloads took on such an offset too (their
-# memory, given back, held all 16 of its placements): runner.run.pipeline.timing_order puts the
+# memory, given back, held all 16 of its placements): runner.run.timing_passes.timing_order puts the
 # CUPTI-timed workloads first.
 PLACEMENTS = 2
 PLACEMENTS_MAX_US = 2000.0

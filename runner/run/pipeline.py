@@ -1,33 +1,7 @@
 """One run: checkout → build → correctness → ncu → timing (N processes) → timelines → document.
 
-Timing: every selected workload that passed correctness is timed in the suite's [timing]
-processes, one after the other. A short launch (one that every one of those processes sampled
-on several placements in memory, runner.measure.sampling.placements: a GPU launch of at most
-PLACEMENTS_MAX_US, not power-capped), whether CUDA events or CUPTI time it, is then timed in
-more processes, up to $KERNELWATCH_SHORT_PROCESSES in all (default: SHORT_PROCESSES_FACTOR x
-the suite's processes). Such a launch keeps an offset per process that no move inside the
-process changes (new buffers, local memory, flush buffer, kernel modules loaded again): on the
-H100, 60-400 us launches (gemm_fwd 1024^3, gemm_bwd 256^3, cuBLAS 1024^3) sat up to ~1.5% apart
-from one process to the next, e.g. gemm_fwd gelu 1024^3 at 91.9-92.1 us in every one of 6
-processes of one run and at 91.9-93.2 us in the next run's. The run's median over 3 processes
-then moved by up to 1.2% between runs of the same commit; only more processes average it. The
-extra processes time only those launches (~2.6 s a process on the H100 for the default suite);
-each one is a further entry in the workload's timing.processes (the median stays the median of
-all samples), its stop reason marked (SHORT_NOTE), and the log says how many were timed so.
-With 6 processes, two pairs of runs of the same commit (benchmarks/runner_cost.py --runs 2) had
-every workload of >= 50 us within 0.7%.
-
-Long launches whose processes sat apart in those (a register-spilling SGEMM's by up to 5% on an
-H200) are timed again, in fresh processes of their own: against the run's base, interleaved,
-where it has one (runner.run.paired), else alone (runner.run.wandering).
-
-In every timing process the CUPTI-timed workloads (declared for launches of a few us) come
-first (timing_order). Timed after longer workloads, a ~4 us kernel took on an offset that lasted
-for the whole process (1.0-1.7% sd between processes, the same in a second pass over the short
-kernels; one 512 MiB buffer written and given back did the same), though each of its samples'
-placements sat on fresh memory behind a filler of a random size; timed first, 0.4-0.6%, and no
-offset shared by two passes, also when the longer workloads came between them
-(docs/timing-studies.md, on the H100, 2026-11-26).
+Timing: the suite's processes, then more for short launches (runner.run.timing_passes), then
+fresh processes for the launches in doubt (runner.run.doubtful).
 
 The correctness workers and the timing processes are started while the build runs
 (runner.measure.phase.WarmWorkers, `warm_plan`): each waits, warmed up, for its phase.
@@ -40,7 +14,6 @@ import os
 import re
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -51,25 +24,18 @@ from typing import Any
 
 from runner.host import environment
 from runner.host.checks import DEFAULT_CACHE, require_gpu
-from runner.measure import compile_caches, compile_time, spent
-from runner.measure.phase import Outcome, WarmWorkers, run_phase, warm_enabled
+from runner.measure.phase import WarmWorkers, run_phase, warm_enabled
 from runner.measure.preload import PRELOAD_ENV
 from runner.run import doubtful, paired, report
 from runner.run.base_side import Side, side_document
 from runner.run.progress import Progress
+from runner.run.timing_passes import short_processes, time_passes, timing_order
 from runner.suite.build import build_env, run_build
 from runner.suite.checkout import CheckoutError, Checkouts, _git
 from runner.suite.load import Suite, SuiteError, load_suite
 
 CHECK_PROCESSES = 3  # concurrent correctness workers on a GPU (each draws its inputs on the host)
 CHECK_PROCESSES_ENV = "KERNELWATCH_CHECK_PROCESSES"
-SHORT_PROCESSES_FACTOR = 2  # short launches: timed in this many times the suite's processes
-SHORT_PROCESSES_ENV = "KERNELWATCH_SHORT_PROCESSES"  # ... or in this many processes in all
-SHORT_NOTE = "extra process for short launches ({total} in all)"
-# CUPTI-timed launches keep a per-process offset too: on the H100 a ~3.9 us streaming kernel
-# sat at 3.84 us in most processes and at 4.13-4.16 us in one of three now and then, which moved
-# a run's median by 2.5% (benchmarks/history_gpu.py, 2026-11-25).
-SHORT_METHODS = ("cuda_events", "cupti")
 
 
 @dataclass
@@ -299,47 +265,7 @@ def _check_time_and_profile(
     changed = {w: what for w, what in relaunched.items() if w in passing}
     ordered = timing_order([w for w in passing if w not in changed],
                            {w["id"]: w for w in infos}, suite.timing.method)  # fmt: skip
-    for process in range(suite.timing.processes if ordered else 0):
-        check_stop()
-        progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(passing))
-        started = time.monotonic()
-        timed = run_phase(
-            suite,
-            "time",
-            ordered,
-            env=env,
-            seed=process,
-            on_done=lambda wid, o: progress.advance(wid, o),
-            warm=warm,
-        )
-        for wid in ordered:
-            records[wid].timings.append(timed.outcomes[wid])
-        if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
-            log(f"timing {process + 1}/{suite.timing.processes}: {went}")
-        if note := prepare_note(timed.outcomes):
-            log(f"timing {process + 1}/{suite.timing.processes}: {note}")
-    alone = short_launches(records[wid] for wid in ordered)
-    total = short_processes(suite)
-    if alone and total > suite.timing.processes:
-        log(
-            f"timing: {len(alone)} short launches (sampled on placements in every process) timed "
-            f"in {total - suite.timing.processes} more processes, {total} in all "
-            f"(${SHORT_PROCESSES_ENV})"
-        )
-    for process in range(suite.timing.processes, total if alone else 0):
-        check_stop()
-        progress.stage(f"timing {process + 1}/{total} (short)", len(alone))
-        timed = run_phase(
-            suite,
-            "time",
-            alone,
-            env=env,
-            seed=process,
-            on_done=lambda wid, o: progress.advance(wid, o),
-            warm=warm,
-        )
-        for wid in alone:
-            records[wid].timings.append(mark_short(timed.outcomes[wid], total))
+    alone, total = time_passes(suite, ordered, records, env, warm, progress, log, check_stop)
     against = doubtful.time_wandering(suite, ordered, records, alone,
                                       max(total, suite.timing.processes), env, warm, progress,
                                       log, check_stop, base, changed)  # fmt: skip
@@ -367,14 +293,6 @@ def pull_request_section(
         pass  # the service then has no merge base to compare with, and says so
     return {"number": int(pull["number"]), "base_ref": str(pull["base_ref"]),
             "merge_base": merge_base}  # fmt: skip
-
-
-def timing_order(ids: list[str], infos: dict[str, dict[str, Any]], default: str) -> list[str]:
-    """The order a timing process takes `ids` in: the CUPTI-timed ones first (by their declared
-    `timing_method`, else the suite's `default`), then the rest, each in the suite's order."""
-    first = [i for i in ids if (infos[i].get("timing_method") or default) == "cupti"]
-    chosen = set(first)
-    return first + [i for i in ids if i not in chosen]
 
 
 def check_processes(suite: Suite) -> int:
@@ -408,60 +326,3 @@ def warm_plan(suite: Suite) -> list[tuple[str, int]]:
             return []
     timing = short_processes(suite) if suite.device == "cuda" else suite.timing.processes
     return [("check", 0)] * check_processes(suite) + [("time", p) for p in range(timing)]
-
-
-def short_processes(suite: Suite) -> int:
-    """How many timing processes a short launch gets in all: $KERNELWATCH_SHORT_PROCESSES,
-    else SHORT_PROCESSES_FACTOR x the suite's [timing] processes; never fewer than those (a
-    value at or below them adds none)."""
-    configured = os.environ.get(SHORT_PROCESSES_ENV, "").strip()
-    total = SHORT_PROCESSES_FACTOR * suite.timing.processes
-    if configured.isdigit():
-        total = int(configured)
-    return max(total, suite.timing.processes)
-
-
-def short_launches(records: Any) -> list[str]:
-    """The workloads that every one of their timing processes sampled on several placements
-    (runner.measure.sampling: a short GPU launch, not power-capped) with a timer of SHORT_METHODS,
-    in the run's order."""
-    out = []
-    for record in records:
-        results = [t.result for t in record.timings if t.status == "ok" and t.result]
-        if results and all(
-            int(r.get("placements", 1)) > 1 and r.get("method") in SHORT_METHODS for r in results
-        ):
-            out.append(record.info["id"])
-    return out
-
-
-def prepare_note(outcomes: dict[str, Outcome]) -> str:
-    """How much of a timing process its workloads' `prepare` took (what compiles there: a torch
-    extension's build, Triton's JIT and autotuning, Inductor), where that is a second or more,
-    and whether each found its compiled code in the caches (always where one did not)."""
-    took = {
-        wid: float(o.result["prepare_seconds"])
-        for wid, o in outcomes.items()
-        if o.status == "ok" and o.result and "prepare_seconds" in o.result
-    }
-    caches = compile_caches.describe({wid: o.result.get("compile_caches") or {}
-                                      for wid, o in outcomes.items() if o.result})  # fmt: skip
-    caches = f"compile caches: {caches}" if caches else ""
-    if sum(took.values()) < 1.0:
-        return caches if " miss (" in caches else ""
-    slowest = max(took, key=took.__getitem__)
-    said = f"prepare took {sum(took.values()):.1f} s of it"
-    said += f" (slowest {slowest} {took[slowest]:.1f} s"
-    if compiled := compile_time.describe(outcomes[slowest].result.get("torch_compile") or {}):
-        said += f", {compiled}"
-    said += ")"
-    return f"{said}; {caches}" if caches else said
-
-
-def mark_short(outcome: Outcome, total: int) -> Outcome:
-    """An extra process's outcome, its stop reason saying what the process was."""
-    if outcome.status == "ok" and outcome.result:
-        note = SHORT_NOTE.format(total=total)
-        reason = outcome.result.get("stop_reason", "")
-        outcome.result = {**outcome.result, "stop_reason": f"{note}: {reason}"}
-    return outcome

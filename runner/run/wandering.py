@@ -19,8 +19,9 @@ So a GPU launch whose processes sat more than WANDER_SPREAD apart is timed again
 workers still waiting are closed, and wander_processes fresh processes time only such launches.
 Where at least MIN_APART of them succeed, they are the launch's timing, and the processes that
 timed it among the suite's other workloads are left out (the stop reason says how far apart
-they sat); otherwise all are kept. Short launches (runner.run.pipeline.short_launches) have extra
-processes of their own and are left to them; host-timed ones (CPU suites) are not timed again.
+they sat); otherwise all are kept. Short launches (runner.run.timing_passes.short_launches)
+have extra processes of their own and are left to them; host-timed ones (CPU suites) are not
+timed again.
 """
 
 from __future__ import annotations

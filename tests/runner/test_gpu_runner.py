@@ -15,7 +15,8 @@ import pytest
 from benchmarks.runner_cost import ROOT, snapshot
 from kernels.workloads import all_workloads
 from runner.profile import ncu
-from runner.run.pipeline import SHORT_NOTE, RunRequest, execute, short_processes
+from runner.run.pipeline import RunRequest, execute
+from runner.run.timing_passes import SHORT_NOTE, short_processes
 from runner.suite.load import load_suite
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(900)]

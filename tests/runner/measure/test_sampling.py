@@ -8,7 +8,7 @@ import pytest
 
 from runner.measure.phase import WARM_ENV
 from runner.measure.sampling import INPUTS_ENV, prepare, timing_inputs
-from runner.run import pipeline
+from runner.run import pipeline, timing_passes
 from runner.suite.load import load_suite
 from tests.runner.gitrepo import CPU_SUITE
 
@@ -56,7 +56,7 @@ def test_check_processes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_warm_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     cpu = load_suite(CPU_SUITE)
     gpu = dataclasses.replace(cpu, device="cuda")
-    for name in (pipeline.CHECK_PROCESSES_ENV, pipeline.SHORT_PROCESSES_ENV, WARM_ENV):
+    for name in (pipeline.CHECK_PROCESSES_ENV, timing_passes.SHORT_PROCESSES_ENV, WARM_ENV):
         monkeypatch.delenv(name, raising=False)
     assert pipeline.warm_plan(cpu) == [("check", 0), ("time", 0), ("time", 1), ("time", 2)]
     from runner.host import gpuinfo

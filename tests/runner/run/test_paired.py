@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.measure.phase import Outcome, WarmWorkers, run_phase
-from runner.run import doubtful, paired, pipeline
+from runner.run import doubtful, paired, pipeline, timing_passes
 from runner.run.paired import APART_WHY, MIN_PAIRS, PAIR_ENV, base_revision, paired_timing
 from runner.run.pipeline import RunRequest, execute
 from runner.run.progress import Progress
@@ -72,6 +72,7 @@ def _gpu_like(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[str]
         return phase
 
     monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(timing_passes, "run_phase", run_phase)
     monkeypatch.setattr(doubtful, "run_phase", run_phase)
     monkeypatch.setattr(paired, "run_phase", run_phase)
     monkeypatch.setenv("KW_FIXTURE_MISBEHAVE", "wander")
@@ -178,7 +179,7 @@ def _short_and_changed(
                 outcome.result["placements"] = 4
         return phase
 
-    for module in (pipeline, doubtful, paired):
+    for module in (pipeline, timing_passes, doubtful, paired):
         monkeypatch.setattr(module, "run_phase", short_phase)
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     suite = load_suite(repo)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runner.run import pipeline
+from runner.run import pipeline, timing_passes
 from runner.run.pipeline import RunRequest, execute, repository_name
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import commit_all, cpu_suite_repo
@@ -106,6 +106,7 @@ def test_a_cuda_suite_on_a_host_without_its_gpu_stops_in_one_line_after_the_buil
 
     real = pipeline.run_phase
     monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(timing_passes, "run_phase", run_phase)
     with pytest.raises(host.HostError, match="cannot run the CUDA suite 'cpu-fixture': cupy"):
         execute(RunRequest(source=str(repo), rev=sha, cache_dir=tmp_path / "cache"))
     assert phases == ["list"]  # nothing checked or timed
@@ -144,9 +145,10 @@ def test_the_slowest_prepare_says_what_torch_compile_took_of_it() -> None:
         "block": Outcome("ok", {"prepare_seconds": 10.9, "torch_compile": compiled}),
         "scale": Outcome("ok", {"prepare_seconds": 0.4}),
     }
-    assert pipeline.prepare_note(outcomes) == (
+    assert timing_passes.prepare_note(outcomes) == (
         "prepare took 11.3 s of it (slowest block 10.9 s, torch.compile 8.1 s of it"
         " (2 frames; Dynamo tracing 0.3 s, backend 7.6 s))"
     )
     outcomes["block"].result.pop("torch_compile")  # a prepare that compiled nothing of torch's
-    assert pipeline.prepare_note(outcomes) == "prepare took 11.3 s of it (slowest block 10.9 s)"
+    said = timing_passes.prepare_note(outcomes)
+    assert said == "prepare took 11.3 s of it (slowest block 10.9 s)"

@@ -1,5 +1,5 @@
-"""Short launches timed in more processes than the suite's (runner.run.pipeline, CPU only): which
-workloads, how many processes, what the document then holds."""
+"""Short launches timed in more processes than the suite's (runner.run.timing_passes, CPU
+only): which workloads, how many processes, what the document then holds."""
 
 from __future__ import annotations
 
@@ -10,17 +10,16 @@ import numpy as np
 import pytest
 
 from runner.measure.phase import Outcome
-from runner.run import pipeline
-from runner.run.pipeline import (
+from runner.run import pipeline, timing_passes
+from runner.run.pipeline import RunRequest, execute
+from runner.run.report import WorkloadRecord
+from runner.run.timing_passes import (
     SHORT_NOTE,
     SHORT_PROCESSES_ENV,
-    RunRequest,
-    execute,
     mark_short,
     short_launches,
     short_processes,
 )
-from runner.run.report import WorkloadRecord
 from runner.suite.load import Suite, Timing
 from service.schemas.document import RunDocument
 from tests.runner.gitrepo import cpu_suite_repo
@@ -106,7 +105,7 @@ def test_a_short_launch_is_timed_in_the_extra_processes(
     placements (as a short GPU launch is): it alone is timed in 3 more processes, each a
     further entry of its timing.processes, and the median is that of all the samples."""
     monkeypatch.setenv(SHORT_PROCESSES_ENV, "6")
-    real = pipeline.run_phase
+    real = timing_passes.run_phase
     timed: list[tuple[int, list[str]]] = []
 
     def run_phase(suite: Suite, mode: str, ids: list[str], **kw: Any) -> Any:
@@ -118,7 +117,7 @@ def test_a_short_launch_is_timed_in_the_extra_processes(
                     outcome.result.update(placements=6, method="cuda_events")
         return phase
 
-    monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(timing_passes, "run_phase", run_phase)
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     stages = Stages()
     doc = execute(RunRequest(source=str(repo), rev=first, cache_dir=tmp_path / "c"), stages)
@@ -144,7 +143,7 @@ def test_no_extra_processes_when_the_setting_says_the_suites(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(SHORT_PROCESSES_ENV, "3")
-    real = pipeline.run_phase
+    real = timing_passes.run_phase
 
     def run_phase(suite: Suite, mode: str, ids: list[str], **kw: Any) -> Any:
         phase = real(suite, mode, ids, **kw)
@@ -153,7 +152,7 @@ def test_no_extra_processes_when_the_setting_says_the_suites(
                 outcome.result.update(placements=6, method="cuda_events")
         return phase
 
-    monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(timing_passes, "run_phase", run_phase)
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     doc = execute(RunRequest(source=str(repo), rev=first, only="n=256", cache_dir=tmp_path / "c"))
     assert [len(w["timing"]["processes"]) for w in doc["workloads"]] == [3]
@@ -167,6 +166,6 @@ def test_cupti_timed_workloads_are_timed_first_in_each_process() -> None:
         "tiny2": {"timing_method": "cupti"},
     }
     ids = ["long", "tiny", "mid", "tiny2"]
-    assert pipeline.timing_order(ids, infos, "") == ["tiny", "tiny2", "long", "mid"]
-    assert pipeline.timing_order(ids, infos, "cupti") == ["tiny", "mid", "tiny2", "long"]
-    assert pipeline.timing_order(["long", "mid"], infos, "") == ["long", "mid"]
+    assert timing_passes.timing_order(ids, infos, "") == ["tiny", "tiny2", "long", "mid"]
+    assert timing_passes.timing_order(ids, infos, "cupti") == ["tiny", "mid", "tiny2", "long"]
+    assert timing_passes.timing_order(["long", "mid"], infos, "") == ["long", "mid"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.measure.phase import Outcome
-from runner.run import doubtful, pipeline, wandering
+from runner.run import doubtful, pipeline, timing_passes, wandering
 from runner.run.pipeline import RunRequest, execute
 from runner.run.report import WorkloadRecord
 from runner.run.wandering import (
@@ -101,6 +101,7 @@ def test_a_launch_whose_processes_sit_apart_is_timed_again_apart(
         return phase
 
     monkeypatch.setattr(pipeline, "run_phase", run_phase)
+    monkeypatch.setattr(timing_passes, "run_phase", run_phase)
     monkeypatch.setattr(doubtful, "run_phase", run_phase)
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     doc = execute(
