@@ -7,6 +7,8 @@ item 4): what kernelwatch reports of each beside the truth, and what each commit
     python -m benchmarks.knobs_gpu --out DIR --resume --work W [--budget 540]
     # anywhere, again from what a run saved:
     python -m benchmarks.knobs_gpu --table DIR/knobs.json
+    # the runner's seconds by kind of commit (benchmarks/runner_cost on this suite, COST_KINDS):
+    python -m benchmarks.knobs_gpu --cost [DIR]
 
 A git repository of benchmarks/knobs_suite (a Triton `tl.dot` matmul, a Triton row norm, a
 torch.compile'd block, torch's softmax) gets a history in which each knob is turned once, an
@@ -77,6 +79,16 @@ HISTORY = [
     ("aa", None, False), ("step", "workspace", False), ("aa", None, False), ("fix", None, False),
 ]  # fmt: skip
 TRUTH_PROCESSES, ROUNDS, SAMPLES, WARMUP, COMPILES = 3, 6, 8, 3, 3
+# What a commit costs the runner by what it changed (issue 47, item 4), one commit of each after
+# the host's first: (kind, runner_cost's --change). The block's constant is folded into the
+# kernel Inductor generates; the parameter gives softmax another id.
+COST_KINDS = [
+    ("a comment only", "knobs_kernels/matmul_triton.py"),
+    ("one Triton kernel", "knobs_kernels/matmul_triton.py:NUM_WARPS = 8=>NUM_WARPS = 4"),
+    ("the compiled block", "knobs_kernels/block.py:half = 0.5=>half = 0.25"),
+    ("a workload parameter",
+     'knobs_kernels/workloads.py:{"rows": 8192, "cols": 4096}=>{"rows": 8192, "cols": 2048}'),
+]  # fmt: skip
 
 
 def make_repository(repo: Path) -> list[dict[str, Any]]:
@@ -298,7 +310,22 @@ def render(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cost(out: str | None) -> int:
+    """benchmarks.runner_cost on this suite: its first commit, then one commit of each of
+    COST_KINDS; its tables (seconds per stage and run against 60 s, stability) and exit code."""
+    from benchmarks import runner_cost
+
+    for run, (kind, spec) in enumerate(COST_KINDS, start=2):
+        print(f"run {run}: {kind} ({spec})", flush=True)
+    argv = ["--suite", str(SUITE), "--runs", str(len(COST_KINDS) + 1), "--slowest", "0"]
+    argv += [arg for _, spec in COST_KINDS for arg in ("--change", spec)]
+    return runner_cost.main(argv + (["--out", out] if out else []))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--cost"]:
+        return cost(argv[1] if len(argv) > 1 else None)
     here = device_history.script(sys.modules[__name__], "knobs.json", Path("/tmp/kw-knobs"))
     return device_history.main(here, argv)
 

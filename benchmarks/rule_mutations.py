@@ -862,6 +862,14 @@ MUTATIONS = [
         "        moved = abs(change) > tolerance",
         "tests/service/analysis/test_measures.py",
     ),
+    (
+        "runner_cost: a Python source's edit is a change of the kernels whose code it moved",
+        "benchmarks/runner_cost.py",
+        "        if not names & {ANY_KERNEL, SOURCE_EDIT}:",
+        "        if ANY_KERNEL not in names:",
+        "tests/benchmarks/test_runner_cost.py::test_a_python_edit_counts_as_a_change_of_the_"
+        "kernels_whose_code_it_moved",
+    ),
 ]
 
 

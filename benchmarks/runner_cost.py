@@ -6,27 +6,27 @@
         [--runner-name NAME] [--verbose]
     python -m benchmarks.runner_cost --reread DIR [--change PATH ...]
 
-Copies this working tree (or `--suite DIR`'s, e.g. docs/example-suite-torch, paths of
-`--change` relative to it) into a temporary git repository (one commit), then runs
+Copies this working tree (or `--suite DIR`'s, e.g. docs/example-suite-torch, paths of `--change`
+relative to it) into a temporary git repository (one commit), then runs
 `runner.run.pipeline.execute` on that commit `--runs` times: build, correctness, timing in the
-suite's processes (and the short launches in more, "timing N/M (short)": runner.run.pipeline),
-timeline and ncu, each run from a fresh build, all runs sharing one runner cache (clones,
-the ncu sections of runner.profile.reuse). With `--change PATH:KERNEL` (repeatable), every run after
-the first is of a new commit that changes one of those kernels in turn, as a commit that
-touches one kernel does: a branch that is never taken, so that its code differs and it runs as
-fast (`--change PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a
-comment: a commit that changes code no workload imports, or prose; `--change PATH:OLD=>NEW`
-replaces text, back and forth: a workload's parameter, a header's line); without it, every run
-is of the same commit. `--warm-up` first runs the first commit once in a runner cache of its
-own, not counted: the host's caches (CuPy's, the driver's) warm and the runner's empty, as on a
-host that has run anything before. Prints, per run, the seconds of every stage (from the
-`Progress` hooks the pipeline calls) against its budget (60 s; 90 s for the first run and for
-a header's line), and per workload its median in the first and the last run that ran its
-kernels' same code (a changed kernel's workloads are compared across the runs before its
-change, or after it; after a header's line, the workloads whose kernels' determinants moved),
-their difference and PASS/FAIL against 1% for workloads of 50 us and more. `--out` keeps each
-run's result document (run-1.json, ...) and its stage clock (clock-1.json: seconds per stage and
-per workload, the log). Exits 1 on a FAIL.
+suite's processes (and the short launches in more, "timing N/M (short)": runner.run.timing_passes),
+timeline and ncu, each run from a fresh build, all runs sharing one runner cache (clones, the ncu
+sections of runner.profile.reuse). With `--change PATH:KERNEL` (repeatable), every run after the
+first is of a new commit that changes one of those kernels in turn, as a commit that touches one
+kernel does: a branch that is never taken, so that its code differs and it runs as fast (`--change
+PATH` adds an unused kernel to the file instead; a .py or .md PATH gets a comment: a commit that
+changes code no workload imports, or prose; `--change PATH:OLD=>NEW` replaces text, back and forth:
+a workload's parameter, a header's line, a Triton knob, a compiled function's code; which kernels
+it reached, the documents' ncu sections say); without it, every run is of the same commit.
+`--warm-up` first runs the first commit once in a runner cache of its own, not counted: the host's
+caches (CuPy's, the driver's) warm and the runner's empty, as on a host that has run anything
+before. Prints, per run, the seconds of every stage (from the `Progress` hooks the pipeline calls)
+against its budget (60 s; 90 s for the first run and for a header's line), and per workload its
+median in the first and the last run that ran its kernels' same code (a changed kernel's workloads
+are compared across the runs before its change, or after it; after a header's line, the workloads
+whose kernels' determinants moved), their difference and PASS/FAIL against 1% for workloads of 50
+us and more. `--out` keeps each run's result document (run-1.json, ...) and its stage clock
+(clock-1.json: seconds per stage and per workload, the log). Exits 1 on a FAIL.
 Needs only the runner's dependencies (NumPy, CuPy, the CUDA tools; cupti-python optional).
 """
 
@@ -239,18 +239,27 @@ def change_of(changes: list[str], run: int) -> str | None:
 
 CUDA_SOURCES = (".cu", ".cuh", ".h", ".hpp")
 ANY_KERNEL = "*"  # a commit whose change may reach any kernel (a header's line)
+# A Python source's text replaced: a Triton kernel's knob, a compiled function's code or a
+# workload's parameter; the documents say whose kernels it reached, as for ANY_KERNEL, but it
+# rebuilds nothing else (the commit keeps BUDGET_S).
+SOURCE_EDIT = "~"
 
 
 def changed_kernels(changes: list[str], runs: int) -> list[set[str]]:
     """Per run, the kernels whose code its commit changed: `--change PATH:KERNEL` that kernel;
-    `PATH:OLD=>NEW` in a CUDA source or header any kernel (ANY_KERNEL: the documents say which,
-    `code_changed`); none for the first run and for changes that leave every kernel's code as it
-    was (Python, prose, a parameter, an unused kernel added)."""
+    `PATH:OLD=>NEW` in a CUDA source or header any kernel (ANY_KERNEL), in a Python source
+    those it reached (SOURCE_EDIT): the documents say which, `code_changed`; none for the first
+    run and for changes that leave every kernel's code as it was (a comment, prose, an unused
+    kernel added)."""
     out: list[set[str]] = []
     for run in range(runs):
         path, _, kernel = (change_of(changes, run) or "").partition(":")
         if "=>" in kernel:
-            out.append({ANY_KERNEL} if Path(path).suffix in CUDA_SOURCES else set())
+            suffix = Path(path).suffix
+            marker = (
+                ANY_KERNEL if suffix in CUDA_SOURCES else SOURCE_EDIT if suffix == ".py" else ""
+            )
+            out.append({marker} if marker else set())
         else:
             out.append({kernel} if kernel else set())
     return out
@@ -260,9 +269,9 @@ def code_changed(
     workloads: list[dict[str, Any] | None], changed: list[set[str]], kernels: list[str]
 ) -> list[set[str]]:
     """`changed` for one workload (its document entry per run, None where absent): a run whose
-    change may reach any kernel changed this workload's when its kernels' `determinants` (what
-    decided their ncu counters: the compiled code among it) moved since the run before, or
-    cannot be compared; else not."""
+    change may reach any kernel (ANY_KERNEL, SOURCE_EDIT) changed this workload's when its
+    kernels' `determinants` (what decided their ncu counters: the compiled code among it) moved
+    since the run before, or cannot be compared; else not."""
 
     def determinants(w: dict[str, Any] | None) -> list[Any] | None:
         found = [k.get("determinants") for k in ((w or {}).get("ncu") or {}).get("kernels", [])]
@@ -270,7 +279,7 @@ def code_changed(
 
     out = []
     for run, names in enumerate(changed):
-        if ANY_KERNEL not in names:
+        if not names & {ANY_KERNEL, SOURCE_EDIT}:
             out.append(names)
             continue
         then, now = determinants(workloads[run - 1]), determinants(workloads[run])

@@ -48,7 +48,7 @@ CLASSES = (
 )
 MAGNITUDES = (0.01, 0.02, 0.03, 0.05, 0.10)
 BASELINE_RUNS = 8
-PROCESSES = 6  # runner.run.pipeline: 2 x the suite's 3 for launches of up to 2 ms
+PROCESSES = 6  # runner.run.timing_passes: 2 x the suite's 3 for launches of up to 2 ms
 SERIES_PER_RUN = 30  # BH corrects across a run's series, as at ingest
 INJECTED_EACH = 3  # series per magnitude in a run; the other series are A/A
 

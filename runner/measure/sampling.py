@@ -32,35 +32,34 @@ RECOVERY_SECONDS = 0.25
 PACE = 1.0
 THROTTLED_SAMPLE_SECONDS = 0.2
 
-# Where a cold sample's buffers sit in physical memory (L2 slices, HBM channels) moves the time
-# of a short launch, and stays as long as they stay. On the H100: a new backing store of local
-# memory moved gemm_fwd 1024^3 (split-K, registers spilled) and gemm_bwd 256^3 (4 blocks a
-# kernel) by 0.5-0.9% (back and forth between two placements), a new instance moved gemm_bwd
-# 256^3 by up to 1.2%, a new L2 flush buffer went with +0.8-1.5% for cuBLAS 1024^3 in 4 of 8
-# processes. Below ~50 us it is far more: a ~4 us streaming kernel took 4.0-4.6 us by where its
-# buffers sat, and a change that made it read 45% more bytes cost +29% to +48% by placement
-# (sd 6 points over 32 placements; docs/timing-studies.md, 2026-11-26).
-# So a short launch (a synchronized launch of at most PLACEMENTS_MAX_US on the host) is sampled
-# in several rounds of as many samples each, every round after the first on a fresh placement: a
-# new instance of the workload (inputs, outputs, scratch; the earlier ones stay allocated until
-# the last round) and the next L2 flush buffer of a ring (GpuTimers.relocate). A launch of at
-# most SHORT_PLACEMENTS_MAX_US gets SHORT_PLACEMENTS rounds, each instance on fresh memory
-# behind a filler of a random size (GpuTimers.filler): drawn at random, not the same in every
-# process, so that the run's median averages over ~100 placements (with the processes of
-# runner.run.pipeline) instead of resting on the same few each time. A longer one gets PLACEMENTS
-# rounds where the allocator puts them (the same in every process: runs of >= 50 us launches
-# stay within 1% of each other). Halfway through, the context's local memory moves too
-# (a new backing store, GpuTimers.relocate_local_memory), so that each of its two states weighs
-# half; the launches just after such a move run slower (2-4% for ~2 ms), so that round first
+# Where a cold sample's buffers sit in physical memory (L2 slices, HBM channels) moves the time of
+# a short launch, and stays as long as they stay. On the H100: a new backing store of local memory
+# moved gemm_fwd 1024^3 (split-K, registers spilled) and gemm_bwd 256^3 (4 blocks a kernel) by
+# 0.5-0.9% (back and forth between two placements), a new instance moved gemm_bwd 256^3 by up to
+# 1.2%, a new L2 flush buffer went with +0.8-1.5% for cuBLAS 1024^3 in 4 of 8 processes. Below ~50
+# us it is far more: a ~4 us streaming kernel took 4.0-4.6 us by where its buffers sat, and a
+# change that made it read 45% more bytes cost +29% to +48% by placement (sd 6 points over 32
+# placements; docs/timing-studies.md, 2026-11-26). So a short launch (a synchronized launch of at
+# most PLACEMENTS_MAX_US on the host) is sampled in several rounds of as many samples each, every
+# round after the first on a fresh placement: a new instance of the workload (inputs, outputs,
+# scratch; the earlier ones stay allocated until the last round) and the next L2 flush buffer of a
+# ring (GpuTimers.relocate). A launch of at most SHORT_PLACEMENTS_MAX_US gets SHORT_PLACEMENTS
+# rounds, each instance on fresh memory behind a filler of a random size (GpuTimers.filler): drawn
+# at random, not the same in every process, so that the run's median averages over ~100 placements
+# (with the processes of runner.run.timing_passes) instead of resting on the same few each time. A
+# longer one gets PLACEMENTS rounds where the allocator puts them (the same in every process: runs
+# of >= 50 us launches stay within 1% of each other). Halfway through, the context's local memory
+# moves too (a new backing store, GpuTimers.relocate_local_memory), so that each of its two states
+# weighs half; the launches just after such a move run slower (2-4% for ~2 ms), so that round first
 # drops ROUND_SETTLE_SAMPLES samples over at least ROUND_SETTLE_SECONDS. The first round's stop
 # rule decides how many samples each round takes (its time and sample caps are 1/rounds of the
-# suite's), so that every placement weighs the same. A launch sampled paced (power-capped,
-# below) keeps one placement: its samples are dear. What none of these moves is an offset per
-# process (up to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS 1024^3): only
-# more processes average that (runner.run.pipeline times a short launch in twice the suite's
-# processes). A few-us launch timed after longer workloads took on such an offset too (their
-# memory, given back, held all 16 of its placements): runner.run.timing_passes.timing_order puts the
-# CUPTI-timed workloads first.
+# suite's), so that every placement weighs the same. A launch sampled paced (power-capped, below)
+# keeps one placement: its samples are dear. What none of these moves is an offset per process (up
+# to ~1.5% for gemm_bwd 256^3, ~1% for gemm_fwd 1024^3 and cuBLAS 1024^3): only more processes
+# average that (runner.run.timing_passes times a short launch in twice the suite's processes). A
+# few-us launch timed after longer workloads took on such an offset too (their memory, given back,
+# held all 16 of its placements): runner.run.timing_passes.timing_order puts the CUPTI-timed
+# workloads first.
 PLACEMENTS = 2
 PLACEMENTS_MAX_US = 2000.0
 SHORT_PLACEMENTS = 16
@@ -318,7 +317,7 @@ def time_workload(
         "method": timer.method,
         "blocking": getattr(timer, "blocker", None) is not None,
         "l2_flushed": timer.l2_flushed,
-        # > 1: a short launch (runner.run.pipeline times it in more processes)
+        # > 1: a short launch (runner.run.timing_passes times it in more processes)
         "placements": placed,
         "prepare_seconds": round(prepare_seconds, 3),
         **({"compile_caches": found} if found else {}),

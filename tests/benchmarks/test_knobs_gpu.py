@@ -106,3 +106,27 @@ def test_resuming_where_no_call_left_a_history_is_one_line(
                            str(tmp_path / "nothing")])  # fmt: skip
     assert code == 2
     assert "nothing to resume" in capsys.readouterr().err
+
+
+def test_each_kind_of_commit_runner_cost_measures_applies_to_the_suite(tmp_path: Path) -> None:
+    """Every COST_KINDS change is one commit of the knobs suite's snapshot, and runner_cost
+    judges it as what it is: the comment reaches no kernel, the edits those the documents say,
+    each within the 60 s budget of a commit that is not the host's first."""
+    from benchmarks import runner_cost
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    author = "t <t@example.invalid>"
+    runner_cost.snapshot(knobs_gpu.SUITE, repo, author, "the suite")
+    for run, (_, spec) in enumerate(knobs_gpu.COST_KINDS, start=1):
+        before = git(repo, "rev-parse", "HEAD")
+        runner_cost.change(repo, spec, run, author)
+        changed = git(repo, "diff", "--name-only", before, "HEAD").split()
+        assert changed == [spec.partition(":")[0]], (spec, changed)
+    specs = [spec for _, spec in knobs_gpu.COST_KINDS]
+    runs = len(specs) + 1
+    edit = runner_cost.SOURCE_EDIT
+    assert runner_cost.changed_kernels(specs, runs) == [set(), set(), {edit}, {edit}, {edit}]
+    assert runner_cost.budgets(specs, runs)[1:] == [runner_cost.BUDGET_S] * len(specs)
+    listed = run_phase(load_suite(repo), "list", []).listing
+    assert "softmax[cols=2048,rows=8192]" in {w["id"] for w in listed}  # the parameter's commit

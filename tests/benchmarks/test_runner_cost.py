@@ -51,7 +51,33 @@ def test_each_kind_of_change_is_one_commit_of_that_file(repo: Path) -> None:
     assert (repo / "app.py").read_text().startswith("APP = 1\n")  # and back
     with pytest.raises(SystemExit, match=r"neither 'NOPE' nor 'X' is in app\.py"):
         runner_cost.change(repo, "app.py:NOPE=>X", 9, AUTHOR)
-    assert runner_cost.changed_kernels(["app.py:APP = 1=>APP = 2"], 2) == [set(), set()]
+    edit = runner_cost.SOURCE_EDIT  # the documents say which kernels a Python edit reached
+    assert runner_cost.changed_kernels(["app.py:APP = 1=>APP = 2"], 2) == [set(), {edit}]
+    assert runner_cost.changed_kernels(["README.md:a=>b"], 2) == [set(), set()]
+
+
+def _ncu(doc: dict, determinants: dict[str, str]) -> dict:
+    for w in doc["workloads"]:
+        w["ncu"] = {"status": "ok", "kernels": [{"determinants": determinants[w["name"]]}]}
+    return doc
+
+
+def test_a_python_edit_counts_as_a_change_of_the_kernels_whose_code_it_moved() -> None:
+    """A Triton knob turned in a module (matmul's code moves, +60%) is that kernel's change,
+    not noise, and the other workloads stay compared across it; its commit keeps the 60 s
+    budget (nothing is rebuilt but what it reached)."""
+    docs = [_ncu(_doc({"matmul": 100.0, "norm": 100.0}), {"matmul": "a", "norm": "n"}),
+            _ncu(_doc({"matmul": 100.3, "norm": 100.2}), {"matmul": "a", "norm": "n"}),
+            _ncu(_doc({"matmul": 160.0, "norm": 100.4}), {"matmul": "b", "norm": "n"})]  # fmt: skip
+    changes = ["knobs/matmul.py", "knobs/matmul.py:NUM_STAGES = 3=>NUM_STAGES = 1"]
+    changed = runner_cost.changed_kernels(changes, 3)
+    rows, failures = runner_cost.stability_table(docs, changed)
+    assert failures == 0, rows
+    assert any(r.startswith("| matmul[] | cuda_events | 1 / 2 |") for r in rows)
+    assert any(r.startswith("| norm[] | cuda_events | 1 / 3 |") for r in rows)
+    assert (
+        runner_cost.budgets(changes, 3) == [runner_cost.WIDE_BUDGET_S] + [runner_cost.BUDGET_S] * 2
+    )
 
 
 def test_a_changed_kernels_workloads_are_compared_across_runs_of_one_code() -> None:
