@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.measure import compile_caches, compile_time, spent
-from runner.measure.phase import Outcome, WarmWorkers, run_phase
+from runner.measure.phase import Outcome, Phase, WarmWorkers, run_phase
 from runner.run import report
 from runner.run.progress import Progress
 from runner.suite.load import Suite
@@ -64,19 +64,16 @@ def time_passes(
 ) -> tuple[list[str], int]:
     """Time `ordered` in the suite's processes, then its short launches in more, into `records`;
     the short launches' ids and how many processes they had in all."""
+
+    def time_process(ids: list[str], seed: int) -> Phase:
+        return run_phase(suite, "time", ids, env=env, seed=seed, warm=warm,
+                         on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
+
     for process in range(suite.timing.processes if ordered else 0):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(ordered))
         started = time.monotonic()
-        timed = run_phase(
-            suite,
-            "time",
-            ordered,
-            env=env,
-            seed=process,
-            on_done=lambda wid, o: progress.advance(wid, o),
-            warm=warm,
-        )
+        timed = time_process(ordered, process)
         for wid in ordered:
             records[wid].timings.append(timed.outcomes[wid])
         if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
@@ -94,15 +91,7 @@ def time_passes(
     for process in range(suite.timing.processes, total if alone else 0):
         check_stop()
         progress.stage(f"timing {process + 1}/{total} (short)", len(alone))
-        timed = run_phase(
-            suite,
-            "time",
-            alone,
-            env=env,
-            seed=process,
-            on_done=lambda wid, o: progress.advance(wid, o),
-            warm=warm,
-        )
+        timed = time_process(alone, process)
         for wid in alone:
             records[wid].timings.append(mark_short(timed.outcomes[wid], total))
     return alone, total
