@@ -9,6 +9,9 @@ import numpy as np
 
 REPEAT = 1
 MISBEHAVE = os.environ.get("KW_FIXTURE_MISBEHAVE", "")
+# 5% by default; a test that tells levels apart across processes widens it, since a 2 ms sleep
+# overshot by up to ~0.13 ms more in one process than in another on a loaded 2-core host
+WANDER_STEP = float(os.environ.get("KW_FIXTURE_WANDER_STEP", "0.05"))
 
 
 class Instance:
@@ -41,8 +44,8 @@ class Instance:
         for _ in range(REPEAT):
             np.multiply(self.a, self.b, out=self.out)
             np.add(self.out, self.a, out=self.out)
-        if self.kind == "wander":  # each timing process (its seed) sits 5% from the last
-            time.sleep(0.002 * (1 + 0.05 * (self.seed % 3)))
+        if self.kind == "wander":  # each timing process (its seed) sits a step from the last
+            time.sleep(0.002 * (1 + WANDER_STEP * (self.seed % 3)))
         if self.kind == "nan":
             self.out[0, 0] = np.nan
 

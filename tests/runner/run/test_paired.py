@@ -83,11 +83,12 @@ def _gpu_like(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, list[str]
 def test_a_doubtful_launch_is_timed_interleaved_with_the_parent_and_the_base_rides_along(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At the second commit, the launch whose processes sat apart (5% a seed) is timed in 3
+    """At the second commit, the launch whose processes sat apart (25% a seed) is timed in 3
     process pairs, base then head, the same seed on both sides, going on from the seeds the
     suite's processes may use; those 3 head processes are its timing, and the document carries
     the parent's 3 as `paired_base`, which the service's schema takes."""
     timed = _gpu_like(monkeypatch)
+    monkeypatch.setenv("KW_FIXTURE_WANDER_STEP", "0.25")  # levels 0, 25%, 50% a seed
     repo, first, second = cpu_suite_repo(tmp_path / "repo")
     doc = execute(
         RunRequest(source=str(repo), rev=second, only="wander|n=256", cache_dir=tmp_path / "c")
@@ -108,9 +109,10 @@ def test_a_doubtful_launch_is_timed_interleaved_with_the_parent_and_the_base_rid
     head_levels = [float(np.median(p["samples"])) for p in by_name["wander"]["processes"]]
     base_levels = [float(np.median(p["samples"])) for p in base["workloads"][0]["timing"][
         "processes"]]  # fmt: skip
-    # Each pair shares its seed's level (0%, 5%, 10%): the sides sit together, pair by pair.
+    # Each pair shares its seed's level: the sides sit together, pair by pair (a pair of two
+    # seeds would sit 20% apart or more; a busy host's sleep overshoots by a few %).
     for h, b in zip(head_levels, base_levels, strict=True):
-        assert abs(h / b - 1) < 0.04, (head_levels, base_levels)
+        assert abs(h / b - 1) < 0.1, (head_levels, base_levels)
     assert "timed interleaved with base" in doc["log_tail"]
     assert not any(p.name.startswith("base-") for p in (tmp_path / "c" / "worktrees").iterdir())
 
