@@ -734,6 +734,16 @@ MUTATIONS = [
         "tests/service/histories/test_redefined_workload.py::test_a_redefinition_inside_a_push_of_"
         "three_commits_is_bisected_to_its_commit",
     ),
+    # Trust (issue 46's standard): a small slowdown, or a loaded host's noise, in a pushed commit
+    # is not blamed for a much larger regression found at the head.
+    (
+        "a bisected commit is bad only where it brings half the regression",
+        "service/evaluation/alerts/bisect.py",
+        "    return regression is None or level >= regression / 2",
+        "    return True",
+        "tests/service/evaluation/alerts/test_bisect.py::test_a_small_slowdown_under_a_large_"
+        "regression_is_not_its_first_bad_commit",
+    ),
     # Issue 47 item 2: the compiler's knob the author turned, named first.
     (
         "a change of a kernel's compiled knobs is named first in the alert",

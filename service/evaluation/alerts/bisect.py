@@ -4,14 +4,17 @@ When an alert opens at the head of a push of several commits, the commits strict
 alert's base (good) and the head (bad) are candidates. One "bisect" job at a time measures the
 middle candidate interleaved with the current good commit, on the runner that measured the head;
 its document is judged with the confirmation's rule and the range halves, until the earliest bad
-commit is known. Bisect documents are not stored as runs. A workload redefined in place (its
-launch settings changed, its work not: service.evaluation.verdicts.redefinitions) is bisected like
-any other: each side is measured under whichever definition its commit carries, and so judged
-against the old definition's level.
+commit is known. A commit is bad only where it also brings at least half the regression (on a
+log scale, counted from the alert's base): a small slowdown of its own, real or a loaded host's
+noise, under a much larger regression is not the commit that brought it. Bisect documents are
+not stored as runs. A workload redefined in place (its launch settings changed, its work not:
+service.evaluation.verdicts.redefinitions) is bisected like any other: each side is measured
+under whichever definition its commit carries, and so judged against the old definition's level.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlalchemy import select
@@ -44,6 +47,9 @@ def start(session: Session, alert: Alert, max_attempts: int, actor: str) -> None
         "candidates": candidates,
         "order": candidates,  # the range as pushed, oldest first
         "tested": {},
+        # log(1 + change) of the regression, and of the current good commit over the base.
+        "regression": math.log1p(max(alert.confirmed_change or alert.change, 0.0)),
+        "good_level": 0.0,
     }
     if candidates:
         _queue_next(session, alert, run, max_attempts)
@@ -136,7 +142,9 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
                 _finish(session, alert, actor)
             continue
         measured = remeasure(head_samples, base_samples, ALPHA)
-        change, p, bad = measured.change, measured.p_value, measured.slower
+        change, p = measured.change, measured.p_value
+        level = state.get("good_level", 0.0) + math.log1p(change)
+        bad = measured.slower and brings_most(level, state.get("regression"))
         state["tested"] = {**state["tested"], sha: {"change": change, "p_value": p, "bad": bad}}
         i = candidates.index(sha)
         # Every tested commit gets its row: the alert names and links it, good or bad.
@@ -156,12 +164,20 @@ def apply(session: Session, job: Job, doc: RunDocument, actor: str) -> list[Aler
             state["bad"], state["candidates"] = sha, candidates[:i]
         else:
             state["good"], state["candidates"] = sha, candidates[i + 1 :]
+            if measured.slower:  # a real step short of half: later commits start above it
+                state["good_level"] = level
         alert.bisect = state
         if state["candidates"] and run is not None:
             _queue_next(session, alert, run, job.max_attempts)
         else:
             _finish(session, alert, actor)
     return alerts
+
+
+def brings_most(level: float, regression: float | None) -> bool:
+    """Whether a commit `level` (log ratio over the alert's base) above the base carries at
+    least half the `regression` (log ratio; None: a bisection begun before it was recorded)."""
+    return regression is None or level >= regression / 2
 
 
 def _finish(session: Session, alert: Alert, actor: str) -> None:

@@ -63,7 +63,7 @@ def queue_head(engine: Engine, push: list[str]) -> int:
         return job.id
 
 
-def post_head(runner: httpx.Client, labels: list[str], head: str) -> None:
+def post_head(runner: httpx.Client, labels: list[str], head: str, median: float = 108.0) -> None:
     claim = runner.post("/api/v1/jobs/claim").json()
     assert claim["job"]["kind"] == "run"
     doc = document(
@@ -71,7 +71,7 @@ def post_head(runner: httpx.Client, labels: list[str], head: str) -> None:
         parents=labels[-1:],
         ancestors=labels[::-1],
         minutes=20,
-        medians={"gemm_bias_act_fwd": 108.0},
+        medians={"gemm_bias_act_fwd": median},
         seed=50,
     )
     doc["job_id"], doc["lease_token"] = claim["job"]["id"], claim["attempt_token"]
@@ -94,10 +94,10 @@ def paired(claim: dict, head: str, head_median: float, seed: int) -> dict:
     return doc
 
 
-def confirm(runner: httpx.Client) -> None:
+def confirm(runner: httpx.Client, median: float = 108.0) -> None:
     claim = runner.post("/api/v1/jobs/claim").json()
     assert claim["job"]["kind"] == "confirm"
-    answer = runner.post("/api/v1/runs", json=paired(claim, "head", 108.0, 70))
+    answer = runner.post("/api/v1/runs", json=paired(claim, "head", median, 70))
     assert answer.status_code == 201, answer.text
     assert "open" in answer.json()["detail"]
 
@@ -229,6 +229,28 @@ def test_every_page_shows_the_regression_at_the_first_bad_commit(
     assert metric["bisected_to"] == bad
 
 
+def test_a_small_slowdown_under_a_large_regression_is_not_its_first_bad_commit(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """The head is 30% slower; p2 is 3% slower than the base, really (or a loaded host's noise),
+    and p3 brings the rest. p2, measured slower against its good neighbour, still carries far
+    less than half the regression, so the bisection goes on past it to p3."""
+    levels = {"p1": 100.0, "p2": 103.0, "p3": 130.0, "p4": 130.0, "p5": 130.0}
+    labels = history(admin)
+    queue_head(engine, PUSH)
+    with server.client(runner_token(engine)) as runner:
+        post_head(runner, labels, "head", median=130.0)
+        confirm(runner, median=130.0)
+        (alert,) = admin.get("/api/v1/alerts").json()
+        tested, done = bisect_run(runner, "p3", "", alert["id"], levels=levels)
+    assert tested == ["p3", "p1", "p2"]
+    p2 = done["bisect"]["tested"][sha_for("p2")]
+    assert p2["change"] == pytest.approx(0.03, abs=0.01) and p2["p_value"] < 0.01
+    assert p2["bad"] is False
+    assert done["first_bad_commit"] == sha_for("p3")
+    assert done["bisect"]["good"] == sha_for("p2")
+
+
 def test_a_push_of_one_commit_is_not_bisected(
     server: LiveServer, engine: Engine, admin: httpx.Client
 ) -> None:
@@ -279,9 +301,11 @@ def test_a_push_of_several_commits_stores_them_in_the_head_job(hook: Hook, engin
 
 
 def bisect_run(
-    runner: httpx.Client, first_bad: str, broken: str, alert_id: int
-) -> tuple[list[str], dict]:
-    """Serve the bisect jobs: commits from `first_bad` on are slower, `broken` does not build."""
+    runner: httpx.Client, first_bad: str, broken: str, alert_id: int,
+    levels: dict[str, float] | None = None,
+) -> tuple[list[str], dict]:  # fmt: skip
+    """Serve the bisect jobs: commits from `first_bad` on are slower (or each at its `levels`
+    median against the good commit's 100), `broken` does not build."""
     by_sha = {sha_for(p): p for p in PUSH}
     tested: list[str] = []
     for step in range(10):
@@ -292,7 +316,8 @@ def bisect_run(
         label = by_sha[claim["job"]["commit"]]
         tested.append(label)
         slow = PUSH.index(label) >= PUSH.index(first_bad)
-        doc = paired(claim, label, 108.0 if slow else 100.0, 200 + 2 * step)
+        median = levels[label] if levels else 108.0 if slow else 100.0
+        doc = paired(claim, label, median, 200 + 2 * step)
         if label == broken:
             doc.update(status="build_failed", workloads=[])
             doc["build"].update(status="failed", log_tail="error: identifier undefined", kernels=[])
