@@ -744,6 +744,14 @@ MUTATIONS = [
         "tests/service/evaluation/alerts/test_bisect.py::test_a_small_slowdown_under_a_large_"
         "regression_is_not_its_first_bad_commit",
     ),
+    (
+        "a bisection counts a partial step's level from the base for the commits after it",
+        "service/evaluation/alerts/bisect.py",
+        "                state[\"good_level\"] = level",
+        "                pass",
+        "tests/service/evaluation/alerts/test_bisect.py::test_a_regression_in_two_steps_is_"
+        "bisected_to_the_step_that_crosses_half",
+    ),
     # Issue 47 item 2: the compiler's knob the author turned, named first.
     (
         "a change of a kernel's compiled knobs is named first in the alert",

@@ -229,6 +229,20 @@ def test_every_page_shows_the_regression_at_the_first_bad_commit(
     assert metric["bisected_to"] == bad
 
 
+def bisected_at_levels(
+    server: LiveServer, engine: Engine, admin: httpx.Client, levels: dict[str, float]
+) -> tuple[list[str], dict]:
+    """A head 30% slower, confirmed, and its bisection served with each pushed commit at its
+    `levels` median against its good neighbour's 100."""
+    labels = history(admin)
+    queue_head(engine, PUSH)
+    with server.client(runner_token(engine)) as runner:
+        post_head(runner, labels, "head", median=130.0)
+        confirm(runner, median=130.0)
+        (alert,) = admin.get("/api/v1/alerts").json()
+        return bisect_run(runner, "p3", "", alert["id"], levels=levels)
+
+
 def test_a_small_slowdown_under_a_large_regression_is_not_its_first_bad_commit(
     server: LiveServer, engine: Engine, admin: httpx.Client
 ) -> None:
@@ -236,19 +250,28 @@ def test_a_small_slowdown_under_a_large_regression_is_not_its_first_bad_commit(
     and p3 brings the rest. p2, measured slower against its good neighbour, still carries far
     less than half the regression, so the bisection goes on past it to p3."""
     levels = {"p1": 100.0, "p2": 103.0, "p3": 130.0, "p4": 130.0, "p5": 130.0}
-    labels = history(admin)
-    queue_head(engine, PUSH)
-    with server.client(runner_token(engine)) as runner:
-        post_head(runner, labels, "head", median=130.0)
-        confirm(runner, median=130.0)
-        (alert,) = admin.get("/api/v1/alerts").json()
-        tested, done = bisect_run(runner, "p3", "", alert["id"], levels=levels)
+    tested, done = bisected_at_levels(server, engine, admin, levels)
     assert tested == ["p3", "p1", "p2"]
     p2 = done["bisect"]["tested"][sha_for("p2")]
     assert p2["change"] == pytest.approx(0.03, abs=0.01) and p2["p_value"] < 0.01
     assert p2["bad"] is False
     assert done["first_bad_commit"] == sha_for("p3")
     assert done["bisect"]["good"] == sha_for("p2")
+
+
+def test_a_regression_in_two_steps_is_bisected_to_the_step_that_crosses_half(
+    server: LiveServer, engine: Engine, admin: httpx.Client
+) -> None:
+    """p1 brings 10% of the head's 30%, p2 another 5% over p1: short of half each against its
+    good neighbour, but p2 stands 15.5% above the base, past half the regression (14% on a log
+    scale), so p2 is the first bad commit, not p3."""
+    levels = {"p1": 110.0, "p2": 105.0, "p3": 130.0, "p4": 130.0, "p5": 130.0}
+    tested, done = bisected_at_levels(server, engine, admin, levels)
+    assert tested == ["p3", "p1", "p2"]
+    verdicts = {s: t["bad"] for s, t in done["bisect"]["tested"].items()}
+    assert verdicts == {sha_for("p3"): True, sha_for("p1"): False, sha_for("p2"): True}
+    assert done["first_bad_commit"] == sha_for("p2")
+    assert done["bisect"]["good"] == sha_for("p1")
 
 
 def test_a_push_of_one_commit_is_not_bisected(
