@@ -747,7 +747,7 @@ MUTATIONS = [
     (
         "a bisection counts a partial step's level from the base for the commits after it",
         "service/evaluation/alerts/bisect.py",
-        "                state[\"good_level\"] = level",
+        '                state["good_level"] = level',
         "                pass",
         "tests/service/evaluation/alerts/test_bisect.py::test_a_regression_in_two_steps_is_"
         "bisected_to_the_step_that_crosses_half",
