@@ -6,9 +6,10 @@ cycles (~10 us) before its work. A real `kernelwatch serve` process (SQLite), a 
 webhook per commit, a real `kernelwatch-runner agent` that claims the jobs over HTTP and runs the
 smoke-sized transpose, dropout and forward GEMM (build, correctness, timing in 3 processes, ncu),
 posts the documents; a third commit changes no kernel, and its run settles the second one's
-verdict (pending against a level of one run: service.analysis.verdicts), then the agent runs the
-confirmation job the suspected regression queued; the commit metrics API shows the slower
-series, and only that one, and its alert opens.
+verdict (pending against a level of one run: service.analysis.verdicts). The slower kernel's
+launch changed, so its run timed it interleaved with the first commit's build and that run
+confirms it, with no confirmation job; the commit metrics API shows the slower series, and only
+that one, and its alert opens.
 
 Marked `gpu`: skipped with the reason where CuPy or a GPU is missing (tests/conftest.py). The
 processes are started as `python -m service.cli` and `python -m runner.cli`, so a GPU host that
@@ -144,8 +145,15 @@ def test_push_to_regression_verdict_on_the_gpu(service, tmp_path: Path) -> None:
     (alert,) = opened
     assert (alert["commit"], alert["base_commit"]) == (second, first)
     assert alert["confirmed_change"] > 0.5, alert
-    confirm_job = job(url, alert["confirm_job_id"])
-    assert (confirm_job["kind"], confirm_job["state"]) == ("confirm", "succeeded")
+    # The transpose's launch changed since the runner last profiled it, so the second commit's
+    # run timed it interleaved with the first commit's build (runner.run.paired): that run
+    # confirmed the regression, and no confirmation job was queued (issue 52).
+    assert alert["confirm_job_id"] is None, alert
+    told = httpx.get(f"{url}/api/v1/alerts/{alert['id']}").json()
+    (opening,) = [e for e in told["events"] if e["to_state"] == "open"]
+    assert opening["actor"].startswith("runner of run "), told["events"]
+    assert opening["note"].startswith("confirmed interleaved: +"), opening
+    assert {j["kind"] for j in httpx.get(f"{url}/api/v1/jobs").json()} == {"run"}
     runners = httpx.get(f"{url}/api/v1/runners").json()
     assert runners[0]["name"] == "gpu-runner" and runners[0]["current_job_id"] is None
     assert not list((tmp_path / "spool").glob("*.json"))
