@@ -752,6 +752,30 @@ MUTATIONS = [
         "tests/service/evaluation/alerts/test_bisect.py::test_a_regression_in_two_steps_is_"
         "bisected_to_the_step_that_crosses_half",
     ),
+    # Issue 47 item 3 on the GPU: a prepare time compares only with one timed alike (the doubt
+    # history's innocent commit regressed +36% against its parent's pairs).
+    (
+        "a prepare time is judged on the suite's levels, a paired one against its base",
+        "service/evaluation/verdicts/measure_verdicts.py",
+        '            if measure == "prepare_seconds":  # compared only where timed alike',
+        "            if False:",
+        "tests/service/evaluation/verdicts/test_measure_verdicts.py::test_a_prepare_time_timed_"
+        "in_pairs_is_judged_against_its_base_and_carries_the_line",
+    ),
+    (
+        "a workload's prepare time is its suite processes' median where it had any",
+        "service/store/history/workload_rows.py",
+        '    kind = next((k for k in PROCESS_KINDS if k in kinds), "suite")',
+        '    kind = sorted(kinds)[0] if kinds else "suite"',
+        "tests/service/store/history/test_workload_rows.py",
+    ),
+    (
+        "a timing process says its kind in the document",
+        "runner/run/report.py",
+        '("prepare_seconds", "peak_memory_bytes", "process")',
+        '("prepare_seconds", "peak_memory_bytes")',
+        "tests/runner/run/test_short_processes.py",
+    ),
     # Issue 47 item 2: the compiler's knob the author turned, named first.
     (
         "a change of a kernel's compiled knobs is named first in the alert",

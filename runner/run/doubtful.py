@@ -76,7 +76,7 @@ def _alone(suite: Suite, ids: list[str], total: int, seeds_used: int, env: dict[
         timed = run_phase(suite, "time", ids, env=env, seed=seeds_used + r,
                           on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
         for wid in ids:
-            again[wid].append(timed.outcomes[wid])
+            again[wid].append(report.of_process(timed.outcomes[wid], "alone"))
     if records is not None:
         for wid, outcomes in again.items():
             records[wid].timings = outcomes

@@ -40,6 +40,7 @@ from typing import Any
 
 from runner.measure import spent
 from runner.measure.phase import Outcome, WarmWorkers, run_phase, warm_enabled
+from runner.run import report
 from runner.run.base_side import Side, prepare
 from runner.suite.checkout import CheckoutError, Checkouts, CommitInfo
 from runner.suite.load import Suite
@@ -180,7 +181,7 @@ def interleave(
             started = time.monotonic()
             timed = run_phase(suite, "time", list(out), env=env, seed=first_seed + r, warm=ready)
             for wid in out:
-                out[wid].append(timed.outcomes[wid])
+                out[wid].append(report.of_process(timed.outcomes[wid], "paired"))
             if log is not None and (
                 went := spent.note(timed.outcomes, time.monotonic() - started, timed)
             ):

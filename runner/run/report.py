@@ -46,6 +46,14 @@ class WorkloadRecord:
         )
 
 
+def of_process(outcome: Outcome, kind: str) -> Outcome:
+    """`outcome`, saying the kind of process that timed it (the document's `process`: suite,
+    short, paired or alone): a prepare time compares only with one of its kind."""
+    if outcome.result:
+        outcome.result = {**outcome.result, "process": kind}
+    return outcome
+
+
 def timing_section(info: dict[str, Any], timings: list[Outcome]) -> dict[str, Any] | None:
     processes = [t.result for t in timings if t.status == "ok" and t.result]
     if not processes:
@@ -65,7 +73,7 @@ def timing_section(info: dict[str, Any], timings: list[Outcome]) -> dict[str, An
                 "samples": p["samples"],
                 "sm_clock_mhz": p.get("sm_clock_mhz"),
                 "throttle_reasons": p.get("throttle_reasons", []),
-                **{k: p[k] for k in ("prepare_seconds", "peak_memory_bytes") if k in p},
+                **{k: p[k] for k in ("prepare_seconds", "peak_memory_bytes", "process") if k in p},
             }
             for p in processes
         ],

@@ -75,7 +75,7 @@ def time_passes(
         started = time.monotonic()
         timed = time_process(ordered, process)
         for wid in ordered:
-            records[wid].timings.append(timed.outcomes[wid])
+            records[wid].timings.append(report.of_process(timed.outcomes[wid], "suite"))
         if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
             log(f"timing {process + 1}/{suite.timing.processes}: {went}")
         if note := prepare_note(timed.outcomes):
@@ -93,7 +93,8 @@ def time_passes(
         progress.stage(f"timing {process + 1}/{total} (short)", len(alone))
         timed = time_process(alone, process)
         for wid in alone:
-            records[wid].timings.append(mark_short(timed.outcomes[wid], total))
+            records[wid].timings.append(report.of_process(mark_short(timed.outcomes[wid], total),
+                                                          "short"))  # fmt: skip
     return alone, total
 
 

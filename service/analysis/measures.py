@@ -8,7 +8,13 @@ history.workload_rows.measures_of.
 Each measure has a rule of its own, for each wanders its own way:
 - prepare time wanders by tens of percent between runs of the same code (a disk, a busy host):
   a change counts beyond 20% and 0.5 s, or beyond what the line's history showed between runs
-  (its second widest step: the widest may be a real change);
+  (its second widest step: the widest may be a real change). It also depends on the process:
+  the first workload a process prepares pays for the GPU's and the compiler's first use, so a
+  launch timed alone (a short launch's extra processes, a doubtful one's pairs against its
+  base) prepares in other seconds than among the suite's timing processes (on an H100, a
+  compiled block 1.59 s in its pairs, 1.76 and 2.16 s among the suite: benchmarks/doubt_gpu.py,
+  2026-12-08). Only prepare times of the suite's processes are compared run against run
+  (`suite_levels`); a launch timed in pairs moves the line by its ratio to its base, timed alike;
 - peak memory is the allocator's count, the same from run to run for the same code: a change
   counts beyond 1% and 1 MiB, or beyond the history's spread;
 - numeric error is read on a log scale: 1e-7 → 1e-4 is news though it still passes the
@@ -39,6 +45,30 @@ MEASURES = {
     "numeric_error": Measure("numeric error", "rel. L2", absolute=1e-12, factor=4.0),
 }
 SPREAD_MARGIN = 1.5  # a change counts beyond this many times the history's widest step
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run's prepare time of a workload and the kind of process it was timed in (a document's
+    `process`); `paired_base`: the base's, timed in the same pairs, where it was timed so."""
+
+    value: float
+    process: str = "suite"
+    paired_base: float | None = None
+
+
+def suite_levels(line: Sequence[Prepared]) -> list[tuple[int, float]]:
+    """(index, prepare time as the suite's timing processes saw it or would have) for the runs
+    of `line` (oldest first) that say it: a value of the suite's processes as it is; a launch
+    timed in pairs against its base, the level before it times its ratio to the base's; any
+    other (timed alone, or in pairs before the line had a level) says nothing comparable."""
+    out: list[tuple[int, float]] = []
+    for i, p in enumerate(line):
+        if p.process == "suite":
+            out.append((i, p.value))
+        elif p.process == "paired" and p.paired_base and out:
+            out.append((i, out[-1][1] * p.value / p.paired_base))
+    return out
 
 
 @dataclass(frozen=True)
@@ -93,6 +123,24 @@ def judge(
     verdict = "unchanged" if not moved else "regressed" if value > base else "improved"
     return Judgement(measure, value, base, change if math.isfinite(change) else None,
                           verdict, tolerance)  # fmt: skip
+
+
+def judge_prepare(line: Sequence[Prepared]) -> tuple[Judgement, int | None]:
+    """The last prepare time of `line` (oldest first) judged against those before it, on the
+    suite's levels (`suite_levels`: a paired one's value there is the level it carries); and
+    the index of the run its base came from (None: its own pairs' base, or none). One timed
+    only alone is judged against the last timed alone."""
+    now, levels = line[-1], suite_levels(line)
+    if levels and levels[-1][0] == len(line) - 1:
+        value, before = levels[-1][1], levels[:-1]
+        base_at, base = before[-1] if before else (None, None)
+        return judge("prepare_seconds", value, base, [v for _, v in before]), base_at
+    if now.process == "paired" and now.paired_base:  # no level yet: its pairs' base alone
+        return judge("prepare_seconds", now.value, now.paired_base), None
+    # Timed alone (a wandering launch with no base to pair with): against those timed so too.
+    alike = [(i, p.value) for i, p in enumerate(line[:-1]) if p.process == now.process]
+    base_at, base = alike[-1] if alike else (None, None)
+    return judge("prepare_seconds", now.value, base, [v for _, v in alike]), base_at
 
 
 def describe(v: Judgement) -> str:

@@ -219,6 +219,11 @@ class ProcessSamplesIn(Strict):
     prepare_seconds: NonNegative | None = None
     # The most device memory the workload's allocator (PyTorch's) held during one launch.
     peak_memory_bytes: Annotated[int, Field(ge=0, le=2**62)] | None = None
+    # Which of a run's processes this was: one of the suite's timing processes, a short
+    # launch's extra one, one of a doubtful launch's pairs against the base, or one alone. A
+    # prepare time depends on what else the process prepared first (the first to touch the
+    # GPU or the compiler pays for it), so only those of one kind compare.
+    process: Literal["suite", "short", "paired", "alone"] | None = None
 
 
 class TimingIn(Strict):

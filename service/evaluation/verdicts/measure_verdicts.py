@@ -9,7 +9,7 @@ from collections import defaultdict
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from service.analysis.measures import MEASURES, judge
+from service.analysis.measures import MEASURES, Prepared, judge, judge_prepare
 from service.models import MeasureVerdict, RunWorkload
 
 WINDOW = 16  # runs of the line whose values give the spread: as work verdicts read theirs
@@ -35,6 +35,13 @@ def _measures(session: Session, run_ids: list[int]) -> dict[int, dict[_Key, tupl
     return out
 
 
+def prepared(measures: dict) -> Prepared:
+    """A run workload's prepare time as its measures hold it (service.store.history.
+    workload_rows.measures_of; a run stored before processes said their kind: the suite's)."""
+    return Prepared(float(measures["prepare_seconds"]), measures.get("prepare_process", "suite"),
+                    measures.get("prepare_paired_base"))  # fmt: skip
+
+
 def judge_measures(session: Session, run_id: int, line: list[int]) -> list[MeasureVerdict]:
     """The run's measure verdicts against the previous run along the branch (`line`: the runs
     before it, nearest first), replacing any it had."""
@@ -48,10 +55,17 @@ def judge_measures(session: Session, run_id: int, line: list[int]) -> list[Measu
             if measure not in MEASURES:
                 continue
             # The line's values of this measure, oldest first, and the nearest run's.
-            history = [(r, found[r][key][1][measure]) for r in reversed(window)
+            history = [(r, found[r][key][1]) for r in reversed(window)
                        if measure in found.get(r, {}).get(key, (0, {}))[1]]  # fmt: skip
-            base_run, base = history[-1] if history else (None, None)
-            v = judge(measure, float(value), base, [h for _, h in history])
+            if measure == "prepare_seconds":  # compared only where timed alike
+                times = [*(prepared(m) for _, m in history), prepared(measures)]
+                v, at = judge_prepare(times)
+                base_run = history[at][0] if at is not None else None
+            else:
+                base_run, base = (
+                    (history[-1][0], history[-1][1][measure]) if history else (None, None)
+                )
+                v = judge(measure, float(value), base, [m[measure] for _, m in history])
             out.append(
                 MeasureVerdict(
                     run_workload_id=wl_id,

@@ -155,13 +155,31 @@ def _series_ids(
     return known
 
 
-def measures_of(w: WorkloadIn) -> dict[str, float]:
+# Whose prepare times a workload's measure takes, first found first: the suite's timing processes
+# compare run against run; a doubtful launch's pairs against their base, within the run.
+PROCESS_KINDS = ("suite", "paired", "short", "alone")
+
+
+def measures_of(w: WorkloadIn, paired_base: WorkloadIn | None = None) -> dict[str, Any]:
     """The workload's measures beside its duration (service.analysis.measures): the median
-    prepare time of its processes, the most memory any of them saw, the error of its check."""
+    prepare time of its processes of the suite's kind where it had any, else of those it had
+    (`prepare_process` says which; with the base's in the same pairs, `paired_base`, where
+    those were pairs), the most memory any of them saw, the error of its check."""
     processes = w.timing.processes if w.timing is not None else []
-    out: dict[str, float] = {}
-    if prepared := [p.prepare_seconds for p in processes if p.prepare_seconds is not None]:
+    out: dict[str, Any] = {}
+    timed = [p for p in processes if p.prepare_seconds is not None]
+    kinds = {p.process or "suite" for p in timed}
+    kind = next((k for k in PROCESS_KINDS if k in kinds), "suite")
+    if prepared := [p.prepare_seconds for p in timed if (p.process or "suite") == kind]:
         out["prepare_seconds"] = float(statistics.median(prepared))
+        if kind != "suite":
+            out["prepare_process"] = kind
+        base = paired_base.timing.processes if paired_base and paired_base.timing else []
+        if kind == "paired" and (
+            alike := [p.prepare_seconds for p in base
+                      if p.prepare_seconds is not None and p.process == "paired"]
+        ):  # fmt: skip
+            out["prepare_paired_base"] = float(statistics.median(alike))
     if peaks := [p.peak_memory_bytes for p in processes if p.peak_memory_bytes is not None]:
         out["peak_memory_bytes"] = float(max(peaks))
     error = w.correctness.error_norm if w.correctness is not None else None
@@ -183,6 +201,8 @@ def store_workloads(
     `workload_ids` the ids drawn for them beforehand (drawn_ids; always on PostgreSQL)."""
     if not doc.workloads:
         return 0
+    based = doc.paired_base.workloads if doc.paired_base is not None else []
+    paired = {(b.name, params_key(b.params)): b for b in based}
     ids = (
         workload_ids
         if workload_ids is not None
@@ -209,7 +229,7 @@ def store_workloads(
                 "ncu_note": w.ncu.reason if w.ncu else "",
                 "choices": w.choices,
                 "compiled": [c.model_dump(exclude_defaults=True) for c in w.compiled],
-                "measures": measures_of(w),
+                "measures": measures_of(w, paired.get((w.name, params_key(w.params)))),
             }
             for i, w in zip(ids, doc.workloads, strict=True)
         ],

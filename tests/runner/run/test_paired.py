@@ -106,6 +106,11 @@ def test_a_doubtful_launch_is_timed_interleaved_with_the_parent_and_the_base_rid
     base = doc["paired_base"]
     assert base["commit"]["sha"] == first and base["suite"] == doc["suite"]
     assert [w["name"] for w in base["workloads"]] == ["wander"]
+    kinds = [p["process"] for t in (by_name["wander"], base["workloads"][0]["timing"])
+             for p in t["processes"]]  # fmt: skip
+    assert kinds == ["paired"] * 6 and {p["process"] for p in by_name["fma"]["processes"]} == {
+        "suite"
+    }
     head_levels = [float(np.median(p["samples"])) for p in by_name["wander"]["processes"]]
     base_levels = [float(np.median(p["samples"])) for p in base["workloads"][0]["timing"][
         "processes"]]  # fmt: skip
@@ -132,6 +137,7 @@ def test_without_a_base_or_with_pairing_off_the_head_is_timed_apart_alone(
         assert len({tree for tree, _, _ in timed}) == 1  # no base was timed
         wander = next(w["timing"] for w in doc["workloads"] if w["name"] == "wander")
         assert len(wander["processes"]) == 6, rev
+        assert {p["process"] for p in wander["processes"]} == {"alone"}  # its 6 apart replace 3
 
 
 def test_a_base_whose_suite_cannot_load_leaves_the_head_timed_alone(

@@ -131,6 +131,9 @@ def test_a_short_launch_is_timed_in_the_extra_processes(
     assert after == ["timing 4/6 (short)", "timing 5/6 (short)", "timing 6/6 (short)"]
     by_n = {w["params"]["n"]: w["timing"] for w in doc["workloads"]}
     assert len(by_n[256]["processes"]) == 6 and len(by_n[512]["processes"]) == 3
+    # Each process says its kind: a prepare time compares only with one of its kind.
+    assert [p["process"] for p in by_n[256]["processes"]] == ["suite"] * 3 + ["short"] * 3
+    assert [p["process"] for p in by_n[512]["processes"]] == ["suite"] * 3
     assert SHORT_NOTE.format(total=6) in by_n[256]["stop_reason"]
     assert SHORT_NOTE.split("(")[0] not in by_n[512]["stop_reason"]
     samples = np.concatenate([p["samples"] for p in by_n[256]["processes"]])

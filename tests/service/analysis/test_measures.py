@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.analysis.measures import describe, judge
+from service.analysis.measures import Prepared, describe, judge, judge_prepare, suite_levels
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,43 @@ def test_in_words() -> None:
     assert describe(judge("prepare_seconds", 2.1, 2.0, [2.0])) == (
         "prepare time 2 s → 2.1 s (+5%), unchanged"
     )
+
+
+def test_prepare_times_compare_only_where_timed_alike() -> None:
+    """The doubt history on an H100 (2026-12-08): a compiled block prepared in 1.76 s among the
+    suite's processes, 1.59 s in its pairs against its base when its launch changed, 2.16 s
+    among the suite again on the innocent commit after it. Judged value against value, the
+    innocent commit regressed +36%; on the suite's levels, its pairs moved the line by their
+    ratio to the base's, timed alike, and the innocent commit is within the tolerance."""
+    line = [Prepared(1.757), Prepared(1.587, "paired", 1.55), Prepared(2.16)]
+    assert suite_levels(line) == [
+        (0, 1.757),
+        (1, pytest.approx(1.757 * 1.587 / 1.55)),
+        (2, 2.16),
+    ]
+    innocent, at = judge_prepare(line)
+    assert (innocent.verdict, at) == ("unchanged", 1)
+    assert innocent.base == pytest.approx(1.799, abs=0.001)
+    # A short launch's extra processes prepare it alone: a first in every one; not the line.
+    assert suite_levels([Prepared(0.5), Prepared(2.2, "short"), Prepared(0.6)]) == [
+        (0, 0.5),
+        (2, 0.6),
+    ]
+
+
+def test_a_slower_prepare_in_its_pairs_regresses_once() -> None:
+    """A commit whose launch changed and whose compile takes 3 s more, timed in pairs (3.5 s
+    against its base's 1.5 s): regressed there; the next commit, among the suite's processes
+    at the new level, is unchanged, not regressed again, nor improved against the pairs."""
+    changed = [Prepared(2.0), Prepared(2.1), Prepared(3.5, "paired", 1.5)]
+    found, at = judge_prepare(changed)
+    assert (found.verdict, at) == ("regressed", 1)
+    assert found.change == pytest.approx(3.5 / 1.5 - 1)
+    after, at = judge_prepare([*changed, Prepared(4.8)])
+    assert (after.verdict, at) == ("unchanged", 2)
+    # With no level before it, the pairs' base is its base.
+    first, at = judge_prepare([Prepared(3.5, "paired", 1.5)])
+    assert (first.verdict, first.base, at) == ("regressed", 1.5, None)
+    # A launch timed only alone (no base to pair with) is held to the last timed alone.
+    alone, at = judge_prepare([Prepared(2.0, "alone"), Prepared(2.1), Prepared(6.0, "alone")])
+    assert (alone.verdict, alone.base, at) == ("regressed", 2.0, 0)

@@ -23,16 +23,27 @@ def client(server: LiveServer) -> httpx.Client:
         yield c
 
 
-def post(client: httpx.Client, label: str, line: list[str], measured: dict) -> None:
+def post(client: httpx.Client, label: str, line: list[str], measured: dict,
+         base_prepare: list[float] | None = None) -> None:  # fmt: skip
+    """A run of `label` whose processes measured `measured`; with `base_prepare`, its workload
+    timed in pairs against its parent, whose processes prepared in those seconds."""
     doc = document(commit=label, parents=line[:1], ancestors=line, minutes=len(line),
                    medians={"tmatmul": 250.0}, seed=len(line))  # fmt: skip
     w = doc["workloads"][0]
     for process, prepared in zip(w["timing"]["processes"], measured["prepare"], strict=True):
         process["prepare_seconds"] = prepared
         process["peak_memory_bytes"] = int(measured["peak"])
+        process["process"] = "suite" if base_prepare is None else "paired"
     w["correctness"]["error_norm"] = measured["error"]
     w["correctness"]["tolerance"] = 1e-3
-    assert client.post("/api/v1/runs", json=doc).status_code == 201
+    if base_prepare is not None:
+        base = document(commit=line[0], medians={"tmatmul": 250.0}, seed=len(line) + 50)
+        for process, prepared in zip(base["workloads"][0]["timing"]["processes"], base_prepare,
+                                     strict=True):  # fmt: skip
+            process.update(prepare_seconds=prepared, process="paired")
+        doc["paired_base"] = base
+    answer = client.post("/api/v1/runs", json=doc)
+    assert answer.status_code == 201, answer.text
 
 
 def measures(client: httpx.Client, label: str) -> dict[str, tuple[str, str]]:
@@ -107,3 +118,36 @@ def test_a_workload_that_reports_none_of_them_has_none(client: httpx.Client) -> 
     assert client.post("/api/v1/runs", json=doc).status_code == 201
     answer = client.get(f"/api/v1/commits/{sha_for('plain')}/metrics").json()
     assert answer["workloads"][0]["measures"] == []
+
+
+def test_a_prepare_time_timed_in_pairs_is_judged_against_its_base_and_carries_the_line(
+    client: httpx.Client, engine: Engine
+) -> None:
+    """An H100 doubt history (2026-12-08) cried wolf here: a launch that changed was timed in
+    pairs, where it prepared faster than among the suite's processes, and the innocent commit
+    after it, among the suite's again, regressed +36% against the pairs. Now the pairs are
+    judged against their base, timed alike, and the next run against the level they carried."""
+    line: list[str] = []
+    for i in range(4):
+        post(client, f"c{i}", line[::-1], STEADY)
+        line.append(f"c{i}")
+    post(client, "changed", line[::-1], {**STEADY, "prepare": [1.5, 1.6, 1.5]},
+         base_prepare=[1.5, 1.5, 1.6])  # fmt: skip
+    line.append("changed")
+    assert measures(client, "changed")["prepare_seconds"][0] == "unchanged"
+    post(client, "innocent", line[::-1], STEADY)
+    line.append("innocent")
+    verdict, said = measures(client, "innocent")["prepare_seconds"]
+    assert verdict == "unchanged", said
+    assert client.get("/api/v1/alerts", params={"state": "all"}).json() == []
+    # A compile 2 s slower, timed in pairs, regresses there, once.
+    post(client, "slower", line[::-1], {**STEADY, "prepare": [3.6, 3.5, 3.6]},
+         base_prepare=[1.5, 1.6, 1.5])  # fmt: skip
+    line.append("slower")
+    verdict, said = measures(client, "slower")["prepare_seconds"]
+    assert verdict == "regressed" and "(+140%)" in said, said
+    post(client, "after", line[::-1], {**STEADY, "prepare": [4.9, 5.0, 4.8]})
+    assert measures(client, "after")["prepare_seconds"][0] == "unchanged"
+    (alert,) = client.get("/api/v1/alerts", params={"state": "all"}).json()
+    assert (alert["series"]["metric"], alert["commit"]) == ("prepare_seconds", sha_for("slower"))
+    assert alert["base_commit"] == sha_for("innocent")

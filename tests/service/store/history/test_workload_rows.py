@@ -114,6 +114,22 @@ def test_a_workloads_measures_are_its_median_prepare_largest_memory_and_its_erro
     assert measures_of(failed) == {}
 
 
+def test_a_prepare_time_is_taken_from_the_suites_processes_else_says_where_it_was() -> None:
+    doc = document(commit="c0", medians={"a": 100.0})
+    procs = processes(doc, prepare_seconds=[1.0, 1.2, 4.0])
+    procs[0]["process"] = procs[1]["process"] = "suite"
+    procs[2]["process"] = "short"  # prepared first in its process: not the suite's median
+    assert measures_of(parsed(doc).workloads[0])["prepare_seconds"] == 1.1
+    # Timed in pairs against the base: the pairs' median, with the base's from the same pairs.
+    for proc in procs:
+        proc["process"] = "paired"
+    base = document(commit="c1", medians={"a": 100.0}, seed=5)
+    processes(base, prepare_seconds=[2.0, 3.0, 2.5], process=["paired"] * 3)
+    measured = measures_of(parsed(doc).workloads[0], parsed(base).workloads[0])
+    assert (measured["prepare_seconds"], measured["prepare_process"]) == (1.2, "paired")
+    assert measured["prepare_paired_base"] == 2.5
+
+
 def test_the_ingest_writes_each_result_with_its_samples_counts_and_clock(
     factory: sessionmaker[Session], store: Store
 ) -> None:
