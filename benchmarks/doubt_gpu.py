@@ -20,8 +20,9 @@ commit that changed no source has the truth 0 by construction (the same code).
 
 The table prints, per commit and series, the truth, what kernelwatch reported and its verdict
 once everything settled; below it, per alert, how long after its commit's push (its run job
-queued) it opened, confirmed, and by what; and how many verdicts on the two-level series were
-not `unchanged`.
+queued) it opened, confirmed, and by what; how many verdicts on the two-level series were not
+`unchanged`; and how many alerts (of the duration or a measure beside it) opened at a commit
+that changed no source.
 """
 
 from __future__ import annotations
@@ -174,7 +175,11 @@ def summarize(saved: dict[str, Any]) -> dict[str, Any]:
         })  # fmt: skip
     false_two_level = [r for r in rows if r["series"] == TWO_LEVELS
                        and r["verdict"] not in ("unchanged", "new", None)]  # fmt: skip
-    return {"rows": rows, "alerts": alerts, "false_two_level": false_two_level}
+    # A commit that changed no source can regress nothing, a measure beside the duration neither.
+    kinds = {c["index"]: c["kind"] for c in saved["commits"]}
+    false_alerts = [a for a in alerts if kinds.get(a["commit"]) == "innocent"]
+    return {"rows": rows, "alerts": alerts, "false_two_level": false_two_level,
+            "false_alerts": false_alerts}  # fmt: skip
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -194,6 +199,8 @@ def render(summary: dict[str, Any]) -> str:
                      f"{a['by']}: {a['note']}")  # fmt: skip
     lines.append(f"verdicts on the two-level series other than unchanged: "
                  f"{len(summary['false_two_level'])}")  # fmt: skip
+    lines.append(f"alerts at commits that changed no source: "
+                 f"{len(summary.get('false_alerts', []))}")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -59,7 +59,13 @@ def test_the_table_times_each_alert_from_its_push_and_counts_false_two_level_ver
     rendered = doubt_gpu.render(summary)
     assert "| 1 step | block[cols=8192,rows=8192] | +31.0% | +30.0% | regressed |" in rendered
     assert "80.0 s after its push" in rendered
-    assert rendered.endswith("verdicts on the two-level series other than unchanged: 1")
+    assert "verdicts on the two-level series other than unchanged: 1\n" in rendered
+    assert rendered.endswith("alerts at commits that changed no source: 0")
+    # An alert at a commit that changed no source is a false one, a measure's too.
+    saved["commits"][1]["kind"] = "innocent"
+    assert doubt_gpu.render(doubt_gpu.summarize(saved)).endswith(
+        "alerts at commits that changed no source: 1"
+    )
 
 
 def test_resuming_where_no_call_left_a_history_is_one_line(
