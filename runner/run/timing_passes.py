@@ -65,21 +65,23 @@ def time_passes(
     """Time `ordered` in the suite's processes, then its short launches in more, into `records`;
     the short launches' ids and how many processes they had in all."""
 
-    def time_process(ids: list[str], seed: int) -> Phase:
-        return run_phase(suite, "time", ids, env=env, seed=seed, warm=warm,
-                         on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
+    def time_process(ids: list[str], seed: int, name: str) -> Phase:
+        """One timing process of `ids`; the log says where its seconds went (`name`: which)."""
+        started = time.monotonic()
+        timed = run_phase(suite, "time", ids, env=env, seed=seed, warm=warm,
+                          on_done=lambda wid, o: progress.advance(wid, o))  # fmt: skip
+        if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
+            log(f"timing {name}: {went}")
+        if note := prepare_note(timed.outcomes):
+            log(f"timing {name}: {note}")
+        return timed
 
     for process in range(suite.timing.processes if ordered else 0):
         check_stop()
         progress.stage(f"timing {process + 1}/{suite.timing.processes}", len(ordered))
-        started = time.monotonic()
-        timed = time_process(ordered, process)
+        timed = time_process(ordered, process, f"{process + 1}/{suite.timing.processes}")
         for wid in ordered:
             records[wid].timings.append(report.of_process(timed.outcomes[wid], "suite"))
-        if went := spent.note(timed.outcomes, time.monotonic() - started, timed):
-            log(f"timing {process + 1}/{suite.timing.processes}: {went}")
-        if note := prepare_note(timed.outcomes):
-            log(f"timing {process + 1}/{suite.timing.processes}: {note}")
     alone = short_launches(records[wid] for wid in ordered)
     total = short_processes(suite)
     if alone and total > suite.timing.processes:
@@ -91,7 +93,7 @@ def time_passes(
     for process in range(suite.timing.processes, total if alone else 0):
         check_stop()
         progress.stage(f"timing {process + 1}/{total} (short)", len(alone))
-        timed = time_process(alone, process)
+        timed = time_process(alone, process, f"{process + 1}/{total} (short)")
         for wid in alone:
             records[wid].timings.append(report.of_process(mark_short(timed.outcomes[wid], total),
                                                           "short"))  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from runner.measure import spent
 from runner.measure.phase import Outcome
 from runner.run import pipeline, timing_passes
 from runner.run.pipeline import RunRequest, execute
@@ -118,6 +119,7 @@ def test_a_short_launch_is_timed_in_the_extra_processes(
         return phase
 
     monkeypatch.setattr(timing_passes, "run_phase", run_phase)
+    monkeypatch.setattr(spent, "SAY_FROM", 0.0)  # the CPU's processes take under a second
     repo, first, _ = cpu_suite_repo(tmp_path / "repo")
     stages = Stages()
     doc = execute(RunRequest(source=str(repo), rev=first, cache_dir=tmp_path / "c"), stages)
@@ -140,6 +142,10 @@ def test_a_short_launch_is_timed_in_the_extra_processes(
     assert by_n[256]["median"] == pytest.approx(float(np.median(samples)))
     assert by_n[256]["n"] == samples.size
     assert "1 short launches (sampled on placements in every process)" in doc["log_tail"]
+    # and where each extra process's seconds went, as the suite's processes' (runner.measure.spent)
+    assert (
+        "] timing 4/6 (short): " in doc["log_tail"] and "] timing 6/6 (short): " in doc["log_tail"]
+    )
 
 
 def test_no_extra_processes_when_the_setting_says_the_suites(
