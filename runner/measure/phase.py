@@ -52,6 +52,10 @@ class Phase:
     # exit), as the parent saw them (runner.measure.spent).
     starting: float = 0.0
     closing: float = 0.0
+    # Of `closing`: what the worker said its exit handlers took (runner.worker.ending), and the
+    # rest from its saying so to the process's end (the CUDA context, memory, the OS).
+    exit_handlers: float = 0.0
+    ended: float = 0.0
 
 
 def _config(suite: Suite, mode: str, ids: list[str], seed: int) -> dict[str, Any]:
@@ -289,7 +293,9 @@ def _run_parallel(
     phase.stderr_tail = "\n".join(p.stderr_tail for p in phases if p.stderr_tail)[-4000:]
     # side by side, the slowest worker's: what the phase waited for
     phase.starting = max(p.starting for p in phases)
-    phase.closing = max(p.closing for p in phases)
+    slowest = max(phases, key=lambda p: p.closing)
+    phase.closing, phase.exit_handlers, phase.ended = (
+        slowest.closing, slowest.exit_handlers, slowest.ended)  # fmt: skip
     return phase
 
 
@@ -316,6 +322,7 @@ def _one_worker(
     handed = time.monotonic()
     first: float | None = None
     last: float | None = None
+    ending: float | None = None  # when it said its exit handlers had run
     assert proc.stdout is not None and proc.stderr is not None
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ, "out")
@@ -359,12 +366,17 @@ def _one_worker(
                     current, started = _handle(message, phase, current, started, on_done)
                     if message["event"] in ("result", "error"):
                         last = time.monotonic()
+                    elif message["event"] == "ending":
+                        ending = time.monotonic()
+                        phase.exit_handlers += float(message.get("exit_handlers") or 0.0)
     finally:
         selector.close()
         _reap(proc, path)
         if first is not None and last is not None:
             phase.starting += first - handed
             phase.closing += time.monotonic() - last
+            if ending is not None:
+                phase.ended += time.monotonic() - ending
     if current is not None and current not in phase.outcomes:
         code = proc.returncode
         how = f"signal {-code}" if code < 0 else f"exit code {code}"

@@ -43,5 +43,8 @@ def note(outcomes: Mapping[str, Any], wall: float, phase: Any = None) -> str:
     if phase is not None:
         where = (f"{phase.starting:.1f} s to its first workload, {phase.closing:.1f} s from its "
                  f"last to its end")  # fmt: skip
+        if phase.exit_handlers or phase.ended:  # the worker said when its exit handlers ended
+            where += (f": {phase.exit_handlers:.1f} s in its exit handlers, {phase.ended:.1f} s "
+                      f"after them")  # fmt: skip
     return (f"{wall:.1f} s: {parts + ', ' if parts else ''}the rest {rest:.1f} s ({where}); "
             f"most in {heaviest} {most:.1f} s")  # fmt: skip

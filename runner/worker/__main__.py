@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from runner.worker.ending import end
-from runner.worker.process import main
+from runner.worker.process import Protocol, main
 
 
-def profiled(config: str, folder: str, mode: str) -> int:
+def profiled(config: str, folder: str, mode: str, protocol: Protocol) -> int:
     import cProfile
     import io
     import pstats
@@ -22,7 +22,7 @@ def profiled(config: str, folder: str, mode: str) -> int:
 
     profiler, started = cProfile.Profile(), time.perf_counter()
     try:
-        return profiler.runcall(main, config)
+        return profiler.runcall(main, config, protocol)
     finally:
         text = io.StringIO()
         took = time.perf_counter() - started
@@ -35,4 +35,6 @@ def profiled(config: str, folder: str, mode: str) -> int:
 config = sys.argv[1]
 mode = str(json.loads(Path(config).read_text()).get("mode", "worker"))
 folder = os.environ.get("KERNELWATCH_WORKER_PROFILE")
-end(profiled(config, folder, mode) if folder else main(config), mode)
+protocol = Protocol()
+end(profiled(config, folder, mode, protocol) if folder else main(config, protocol), mode,
+    protocol.send)  # fmt: skip

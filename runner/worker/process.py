@@ -332,9 +332,9 @@ def warm_up(config: dict[str, Any], ranges: Any) -> Callable[[Any, int], dict[st
     return None
 
 
-def main(config_path: str) -> int:
+def main(config_path: str, protocol: Protocol | None = None) -> int:
     config = json.loads(Path(config_path).read_text())
-    protocol = Protocol()
+    protocol = protocol or Protocol()
     ranges, handle = None, None
     # Before anything loads a module: CUPTI hands each loaded module to the recorder.
     recorder = launch_record.recorder_or_why() \

@@ -44,3 +44,8 @@ def test_the_rest_says_how_long_the_process_took_to_its_first_workload_and_after
         "2.4 s (0.4 s to its first workload, 1.9 s from its last to its end); most in block[n=1] "
         "3.6 s"
     )
+    # Where the worker said when its exit handlers ended: theirs, and the process's own end.
+    phase = Phase("time", starting=0.43, closing=1.88, exit_handlers=0.12, ended=1.7)
+    assert "1.9 s from its last to its end: 0.1 s in its exit handlers, 1.7 s after them)" in (
+        note(outcomes, 6.0, phase)
+    )
